@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything qvl needs (Debian packages, npm test tools) and builds it.
+# Non-interactive and idempotent: safe to run again. Usage: scripts/setup.sh [build-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR="${1:-build}"
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git clang-format
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libssl-dev libcurl4-openssl-dev
+  libpcre2-dev libutf8proc-dev libhwy-dev
+  libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev
+  nodejs npm clang libclang-rt-14-dev
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "setup: installing ${missing[*]}"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# npm tools used by the tests (reference tokenizer, OpenAI SDK client); pinned by the lockfile.
+if [ -f package-lock.json ]; then
+  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
+fi
+
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${QVL_CMAKE_ARGS:-}
+cmake --build "$BUILD_DIR" --parallel "$(nproc)"

@@ -1,0 +1,36 @@
+// Read-only memory map of a whole file (weights are used in place, never copied).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace qvl {
+
+class MappedFile {
+ public:
+  MappedFile() = default;
+  // Throws Error(kIo / kNotFound) naming the path on failure. An empty file maps to size 0.
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  void release();
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string path_;
+};
+
+// Reads a whole (small) file into a string; throws Error naming the path.
+std::string read_text_file(const std::string& path);
+bool file_exists(const std::string& path);
+
+}  // namespace qvl

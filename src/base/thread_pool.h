@@ -1,0 +1,56 @@
+// Persistent worker threads with a blocking parallel-for. Threads are created once; each op
+// hands out index ranges, and the calling thread works too. Nested calls run inline.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace qvl {
+
+// Number of physical cores (hyper-threads of one core count once); at least 1.
+int physical_core_count();
+
+class ThreadPool {
+ public:
+  // threads <= 0 means physical_core_count(). The pool uses threads-1 workers plus the caller.
+  explicit ThreadPool(int threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls fn(begin, end) over disjoint ranges covering [0, n), each at least `grain` long
+  // (except the last). Returns when all are done; rethrows the first exception thrown.
+  void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, size_t grain = 1);
+
+  // Process-wide pool used by kernels; configured once by the CLI (--threads).
+  static ThreadPool& global();
+  static void set_global_threads(int threads);
+
+ private:
+  void worker_loop(int index);
+  void run_chunks();
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  std::mutex submit_mutex_;
+  // Current job, guarded by mutex_.
+  const std::function<void(size_t, size_t)>* job_ = nullptr;
+  size_t job_n_ = 0;
+  size_t job_chunk_ = 1;
+  size_t next_chunk_ = 0;
+  size_t chunks_total_ = 0;
+  size_t chunks_done_ = 0;
+  unsigned generation_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace qvl
