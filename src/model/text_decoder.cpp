@@ -1,0 +1,147 @@
+#include "model/text_decoder.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "base/error.h"
+#include "model/weights_util.h"
+#include "ops/activation.h"
+#include "ops/attention.h"
+#include "ops/matmul.h"
+#include "ops/norm.h"
+#include "ops/rope.h"
+
+namespace qvl {
+
+TextWeights load_text_weights(const ModelConfig& config, const WeightStore& store) {
+  const TextConfig& c = config.text;
+  const std::string p = "model.language_model.";
+  const int64_t h = c.hidden_size, q_dim = c.num_heads * c.head_dim;
+  const int64_t kv_dim = c.num_kv_heads * c.head_dim, ff = c.intermediate_size;
+  TextWeights w;
+  w.embed_tokens = matrix_weight(store, p + "embed_tokens.weight", c.vocab_size, h);
+  // Tied when the config says so, or when the checkpoint simply has no separate head.
+  w.tied_lm_head = config.tie_word_embeddings || !store.has("lm_head.weight");
+  w.lm_head = w.tied_lm_head ? w.embed_tokens
+                             : matrix_weight(store, "lm_head.weight", c.vocab_size, h);
+  w.final_norm = vector_weight(store, p + "norm.weight", h);
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string l = p + "layers." + std::to_string(i) + ".";
+    TextLayerWeights lw;
+    lw.q_proj = matrix_weight(store, l + "self_attn.q_proj.weight", q_dim, h);
+    lw.k_proj = matrix_weight(store, l + "self_attn.k_proj.weight", kv_dim, h);
+    lw.v_proj = matrix_weight(store, l + "self_attn.v_proj.weight", kv_dim, h);
+    lw.o_proj = matrix_weight(store, l + "self_attn.o_proj.weight", h, q_dim);
+    lw.gate_proj = matrix_weight(store, l + "mlp.gate_proj.weight", ff, h);
+    lw.up_proj = matrix_weight(store, l + "mlp.up_proj.weight", ff, h);
+    lw.down_proj = matrix_weight(store, l + "mlp.down_proj.weight", h, ff);
+    lw.input_norm = vector_weight(store, l + "input_layernorm.weight", h);
+    lw.post_attention_norm = vector_weight(store, l + "post_attention_layernorm.weight", h);
+    lw.q_norm = vector_weight(store, l + "self_attn.q_norm.weight", c.head_dim);
+    lw.k_norm = vector_weight(store, l + "self_attn.k_norm.weight", c.head_dim);
+    w.layers.push_back(std::move(lw));
+  }
+  return w;
+}
+
+TextDecoder::TextDecoder(const TextConfig& config, const TextWeights& weights)
+    : config_(config), w_(weights), rope_(config) {}
+
+void TextDecoder::embed(const int64_t* ids, int64_t n, float* out) const {
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= config_.vocab_size) {
+      fail(ErrorCode::kInvalidArgument, "token id " + std::to_string(ids[i]) +
+                                            " is outside the vocabulary (size " +
+                                            std::to_string(config_.vocab_size) + ")");
+    }
+    ops::weight_row_to_f32(w_.embed_tokens, ids[i], out + i * config_.hidden_size);
+  }
+}
+
+void TextDecoder::attention_block(int64_t layer, int64_t n, KVCache& cache) {
+  const TextLayerWeights& lw = w_.layers[layer];
+  const int64_t hd = config_.head_dim, nh = config_.num_heads, nkv = config_.num_kv_heads;
+  const int64_t past = cache.length();
+  ops::matmul(normed_.data(), n, lw.q_proj, nullptr, q_.data());
+  ops::matmul(normed_.data(), n, lw.k_proj, nullptr, k_.data());
+  ops::matmul(normed_.data(), n, lw.v_proj, nullptr, v_.data());
+  // Per-head RMSNorm on q and k, then rotary, then keys/values go into the cache.
+  ops::rms_norm(q_.data(), lw.q_norm.data(), config_.rms_norm_eps, n * nh, hd, q_.data());
+  ops::rms_norm(k_.data(), lw.k_norm.data(), config_.rms_norm_eps, n * nkv, hd, k_.data());
+  const int64_t half = hd / 2;
+  for (int64_t t = 0; t < n; ++t) {
+    ops::rope_rotate_half(q_.data() + t * nh * hd, nh, hd, cos_.data() + t * half,
+                          sin_.data() + t * half);
+    ops::rope_rotate_half(k_.data() + t * nkv * hd, nkv, hd, cos_.data() + t * half,
+                          sin_.data() + t * half);
+  }
+  const int64_t kvw = nkv * hd;
+  std::memcpy(cache.keys(layer) + past * kvw, k_.data(), sizeof(float) * n * kvw);
+  std::memcpy(cache.values(layer) + past * kvw, v_.data(), sizeof(float) * n * kvw);
+  ops::AttentionShape shape{nh, nkv, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
+  ops::attention(q_.data(), n, cache.keys(layer), cache.values(layer), past + n, shape, past,
+                 attn_.data());
+  ops::matmul(attn_.data(), n, lw.o_proj, nullptr, proj_.data());
+}
+
+void TextDecoder::mlp_block(int64_t layer, int64_t n) {
+  const TextLayerWeights& lw = w_.layers[layer];
+  const int64_t ff = config_.intermediate_size;
+  ops::matmul(normed_.data(), n, lw.gate_proj, nullptr, gate_.data());
+  ops::matmul(normed_.data(), n, lw.up_proj, nullptr, up_.data());
+  ops::silu_mul(gate_.data(), up_.data(), n * ff, gate_.data());
+  ops::matmul(gate_.data(), n, lw.down_proj, nullptr, proj_.data());
+}
+
+void TextDecoder::forward(const float* x, int64_t n, const int64_t* positions, KVCache& cache,
+                          const LayerFeatureAdds* adds, float* out, const TensorTap& tap) {
+  const int64_t h = config_.hidden_size;
+  const int64_t q_dim = config_.num_heads * config_.head_dim;
+  const size_t rows = static_cast<size_t>(n);
+  hidden_.resize(rows * h);
+  normed_.resize(rows * h);
+  q_.resize(rows * q_dim);
+  k_.resize(rows * kv_width());
+  v_.resize(rows * kv_width());
+  attn_.resize(rows * q_dim);
+  proj_.resize(rows * h);
+  gate_.resize(rows * config_.intermediate_size);
+  up_.resize(rows * config_.intermediate_size);
+  cos_.resize(rows * (config_.head_dim / 2));
+  sin_.resize(rows * (config_.head_dim / 2));
+
+  std::memcpy(hidden_.data(), x, sizeof(float) * n * h);
+  if (tap) tap("text.inputs_embeds", hidden_.data(), n, h);
+  rope_.tables(positions, n, cos_.data(), sin_.data());
+  cache.reserve_more(n);
+
+  float* hs = hidden_.data();
+  for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
+    const TextLayerWeights& lw = w_.layers[layer];
+    ops::rms_norm(hs, lw.input_norm.data(), config_.rms_norm_eps, n, h, normed_.data());
+    attention_block(layer, n, cache);
+    for (size_t i = 0; i < rows * h; ++i) hs[i] += proj_[i];
+    ops::rms_norm(hs, lw.post_attention_norm.data(), config_.rms_norm_eps, n, h, normed_.data());
+    mlp_block(layer, n);
+    for (size_t i = 0; i < rows * h; ++i) hs[i] += proj_[i];
+    if (tap) tap("text.layer_out." + std::to_string(layer), hs, n, h);
+    if (adds && layer < static_cast<int64_t>(adds->per_layer.size()) && adds->per_layer[layer]) {
+      const float* f = adds->per_layer[layer];
+      for (size_t r = 0; r < adds->rows.size(); ++r) {
+        float* dst = hs + adds->rows[r] * h;
+        for (int64_t c = 0; c < h; ++c) dst[c] += f[r * h + c];
+      }
+      if (tap) tap("text.layer_out_plus_deepstack." + std::to_string(layer), hs, n, h);
+    }
+  }
+  cache.commit(n);
+  ops::rms_norm(hs, w_.final_norm.data(), config_.rms_norm_eps, n, h, out);
+  if (tap) tap("text.final_norm", out, n, h);
+}
+
+void TextDecoder::logits(const float* hidden, int64_t rows, float* out) const {
+  ops::matmul(hidden, rows, w_.lm_head, nullptr, out);
+}
+
+}  // namespace qvl

@@ -1,0 +1,71 @@
+// The Qwen3 text decoder of Qwen3-VL in exact mode (fp32 math on the stored weights).
+// One forward call appends n tokens to a KV cache: n > 1 is a prefill chunk, n == 1 a decode.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+#include "model/mrope.h"
+#include "model/safetensors.h"
+#include "model/tensor_tap.h"
+#include "ops/weight_ref.h"
+
+namespace qvl {
+
+struct TextLayerWeights {
+  ops::WeightRef q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+  std::vector<float> input_norm, post_attention_norm, q_norm, k_norm;
+};
+
+struct TextWeights {
+  ops::WeightRef embed_tokens;  // [vocab, hidden]
+  ops::WeightRef lm_head;       // [vocab, hidden]; the embedding itself when tied
+  bool tied_lm_head = false;
+  std::vector<float> final_norm;
+  std::vector<TextLayerWeights> layers;
+};
+
+// Loads "model.language_model.*" (and lm_head.weight unless tied or absent) with shape checks.
+TextWeights load_text_weights(const ModelConfig& config, const WeightStore& store);
+
+// Features added to the hidden state after decoder layer k (DeepStack): rows are indexes into
+// the current forward's tokens; per_layer[k] is [rows.size(), hidden].
+struct LayerFeatureAdds {
+  std::vector<int64_t> rows;
+  std::vector<const float*> per_layer;
+};
+
+class TextDecoder {
+ public:
+  TextDecoder(const TextConfig& config, const TextWeights& weights);
+
+  const TextConfig& config() const { return config_; }
+  KVCache new_cache() const { return KVCache(config_.num_layers, kv_width()); }
+
+  // Embedding rows of the token ids into out [n, hidden].
+  void embed(const int64_t* ids, int64_t n, float* out) const;
+
+  // Runs n tokens with input embeddings x [n, hidden] and positions [3, n], appending to cache.
+  // Writes the final-norm hidden states [n, hidden] to out. adds may be null. tap may be empty.
+  void forward(const float* x, int64_t n, const int64_t* positions, KVCache& cache,
+               const LayerFeatureAdds* adds, float* out, const TensorTap& tap = {});
+
+  // logits [rows, vocab] = hidden [rows, hidden] * lm_head^T.
+  void logits(const float* hidden, int64_t rows, float* out) const;
+
+ private:
+  int64_t kv_width() const { return config_.num_kv_heads * config_.head_dim; }
+  void attention_block(int64_t layer, int64_t n, KVCache& cache);
+  void mlp_block(int64_t layer, int64_t n);
+
+  TextConfig config_;
+  const TextWeights& w_;
+  MRope rope_;
+  // Activations, reused across calls (sized for the largest n seen).
+  AlignedBuffer<float> hidden_, normed_, q_, k_, v_, attn_, proj_, gate_, up_, cos_, sin_;
+};
+
+}  // namespace qvl

@@ -1,0 +1,32 @@
+#include "model/weights_util.h"
+
+#include "base/error.h"
+
+namespace qvl {
+
+ops::WeightRef matrix_weight(const WeightStore& store, const std::string& name, int64_t rows,
+                             int64_t cols) {
+  const TensorView& t = store.get(name);
+  t.expect_shape({rows, cols});
+  ops::WeightRef w;
+  switch (t.dtype) {
+    case DType::kF32: w.type = ops::WeightType::kF32; break;
+    case DType::kBF16: w.type = ops::WeightType::kBF16; break;
+    case DType::kF16: w.type = ops::WeightType::kF16; break;
+    default:
+      fail(ErrorCode::kUnsupported, "weight '" + name + "' in '" + t.file + "' has dtype " +
+                                        dtype_name(t.dtype) + "; expected BF16, F16 or F32");
+  }
+  w.data = t.data;
+  w.rows = rows;
+  w.cols = cols;
+  return w;
+}
+
+std::vector<float> vector_weight(const WeightStore& store, const std::string& name, int64_t n) {
+  const TensorView& t = store.get(name);
+  t.expect_shape({n});
+  return t.to_f32();
+}
+
+}  // namespace qvl

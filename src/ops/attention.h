@@ -1,0 +1,20 @@
+// Scaled dot-product attention with grouped KV heads.
+#pragma once
+
+#include <cstdint>
+
+namespace qvl::ops {
+
+struct AttentionShape {
+  int64_t n_heads = 0;     // query heads
+  int64_t n_kv_heads = 0;  // key/value heads; query head h reads kv head h / (n_heads/n_kv_heads)
+  int64_t head_dim = 0;
+  float scale = 1.0f;
+};
+
+// q: [nq, n_heads, head_dim]; k, v: [nk, n_kv_heads, head_dim]; out: [nq, n_heads, head_dim].
+// causal_offset >= 0: query i sees keys [0, causal_offset + i]; < 0: every key (non-causal).
+void attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
+               const AttentionShape& shape, int64_t causal_offset, float* out);
+
+}  // namespace qvl::ops

@@ -1,0 +1,36 @@
+// Access to a golden folder (manifest.json + cases/*.safetensors + the model files).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/safetensors.h"
+
+namespace qvl::testing {
+
+// QVL_GOLDEN_DIR if set, else the shared tiny model.
+std::string golden_dir();
+
+struct GoldenCase {
+  std::string name;
+  nlohmann::json manifest;  // this case's manifest entry
+  std::shared_ptr<SafeTensorsFile> tensors;
+  bool has_images() const { return !manifest["images"].empty(); }
+  bool has(const std::string& key) const { return tensors->find(key) != nullptr; }
+  std::vector<float> f32(const std::string& key) const { return tensors->get(key).to_f32(); }
+  std::vector<int64_t> i64(const std::string& key) const { return tensors->get(key).to_i64(); }
+};
+
+std::vector<GoldenCase> load_golden_cases();
+nlohmann::json load_manifest();
+
+// Largest |a - b|; sizes must match (checked by the caller via EXPECT on size()).
+double max_abs_diff(const float* a, const float* b, size_t n);
+
+// Case names for INSTANTIATE_TEST_SUITE_P, read from the manifest at test registration time.
+std::vector<std::string> golden_case_names();
+
+}  // namespace qvl::testing
