@@ -1,0 +1,119 @@
+// qvl's public C++ API: load a Qwen3-VL model and generate answers to conversations with
+// images. The server and the CLI use only this header.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace qvl {
+
+struct EngineOptions {
+  std::string model_dir;  // Hugging Face folder (config.json, *.safetensors, tokenizer.json, ...)
+  int threads = 0;        // 0 = one per physical core
+  // Image token budget (one token = 32x32 px). 0 = the engine's interactive defaults.
+  int64_t image_min_tokens = 0;
+  int64_t image_max_tokens = 0;
+  uint64_t max_image_pixels = 50'000'000;  // decoded size limit (width * height)
+  size_t max_image_bytes = 32u << 20;      // encoded size limit per image
+  int64_t max_context = 0;                 // 0 = the model's max_position_embeddings
+};
+
+struct SamplingParams {
+  float temperature = 1.0f;  // 0 = greedy
+  float top_p = 1.0f;
+  int64_t top_k = 0;  // 0 = off
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  std::optional<uint64_t> seed;  // same seed, same output
+  std::vector<std::string> stop;
+  int64_t max_tokens = 512;
+  bool ignore_eos = false;
+};
+
+// One part of a message's content; images refer to GenerationRequest::images by index.
+struct ContentPart {
+  enum class Kind { kText, kImage };
+  Kind kind = Kind::kText;
+  std::string text;
+  int image_index = -1;
+};
+
+struct Message {
+  std::string role;  // system, user, assistant (tool is rendered as the template does)
+  bool content_is_string = true;
+  std::vector<ContentPart> parts;  // a string content is one text part
+};
+
+struct ImageInput {
+  std::vector<uint8_t> bytes;  // the encoded file (JPEG, PNG, WebP, GIF, BMP)
+  int64_t min_tokens = 0;      // per-image budget override; 0 = engine default
+  int64_t max_tokens = 0;
+};
+
+struct GenerationRequest {
+  std::vector<Message> messages;
+  std::vector<ImageInput> images;
+  SamplingParams sampling;
+};
+
+enum class FinishReason { kStop, kLength, kCancelled };
+
+struct GenerationStats {
+  int64_t prompt_tokens = 0;
+  int64_t image_tokens = 0;
+  int64_t completion_tokens = 0;
+  double image_ms = 0;    // decode + preprocess + vision tower
+  double prompt_ms = 0;   // prefill of the text decoder
+  double decode_ms = 0;   // token generation after the first token
+  double ttft_ms = 0;     // from the call to the first generated token
+  double total_ms = 0;
+};
+
+struct GenerationResult {
+  std::vector<int64_t> prompt_ids;
+  std::vector<int64_t> completion_ids;
+  std::string text;
+  FinishReason finish = FinishReason::kStop;
+  GenerationStats stats;
+};
+
+// Receives text as it is generated, always in whole UTF-8 characters. Return false to cancel.
+using TextCallback = std::function<bool(const std::string& delta)>;
+
+struct ModelInfo {
+  std::string name;  // folder name, e.g. "Qwen3-VL-2B-Instruct"
+  int64_t context_length = 0;
+  int64_t vocab_size = 0;
+  int64_t image_min_tokens = 0;
+  int64_t image_max_tokens = 0;
+  SamplingParams default_sampling;  // from generation_config.json
+};
+
+class Engine {
+ public:
+  // Loads everything (weights are mmapped). Throws qvl::Error with a clear message.
+  static std::unique_ptr<Engine> load(const EngineOptions& options);
+  virtual ~Engine() = default;
+
+  virtual const ModelInfo& info() const = 0;
+
+  // Thread-safe: concurrent calls take turns step by step (prefill chunk or one token), so
+  // several requests make progress together. Throws qvl::Error for bad input (image, prompt
+  // too long, bad parameters). `cancel` (optional) is polled between steps.
+  virtual GenerationResult generate(const GenerationRequest& request,
+                                    const TextCallback& on_text = {},
+                                    const std::atomic<bool>* cancel = nullptr) = 0;
+
+  // Token ids of plain text (special-token text is matched as special tokens).
+  virtual std::vector<int64_t> tokenize(const std::string& text) const = 0;
+  virtual std::string detokenize(const std::vector<int64_t>& ids) const = 0;
+};
+
+}  // namespace qvl
