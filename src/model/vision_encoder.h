@@ -1,0 +1,38 @@
+// The Qwen3-VL vision tower in exact mode: patch embedding, learned + rotary positions,
+// transformer blocks with attention inside one image, the 2x2 merger and DeepStack mergers.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/config.h"
+#include "model/tensor_tap.h"
+#include "model/vision_weights.h"
+
+namespace qvl {
+
+struct VisionOutput {
+  int64_t tokens = 0;                         // merged tokens = patches / merge^2
+  std::vector<float> embeds;                  // [tokens, out_hidden]
+  std::vector<std::vector<float>> deepstack;  // per DeepStack layer, [tokens, out_hidden]
+};
+
+class VisionEncoder {
+ public:
+  VisionEncoder(const VisionConfig& config, const VisionWeights& weights);
+
+  // One still image: pixel_values [grid_h * grid_w, C * T * P * P] in merge-window order, as
+  // the processor lays them out (frame 0 is used; the kernel's temporal slices are pre-summed).
+  VisionOutput encode(const float* pixel_values, int64_t grid_h, int64_t grid_w,
+                      const TensorTap& tap = {}) const;
+
+ private:
+  void block(const VisionBlockWeights& w, int64_t n, const float* cos, const float* sin,
+             std::vector<float>& x) const;
+  std::vector<float> merge(const MergerWeights& w, const std::vector<float>& x, int64_t n) const;
+
+  VisionConfig config_;
+  const VisionWeights& w_;
+};
+
+}  // namespace qvl

@@ -1,0 +1,67 @@
+#include "model/vision_weights.h"
+
+#include <string>
+
+#include "model/weights_util.h"
+
+namespace qvl {
+namespace {
+
+LinearWeights linear(const WeightStore& s, const std::string& name, int64_t out, int64_t in) {
+  return {matrix_weight(s, name + ".weight", out, in), vector_weight(s, name + ".bias", out)};
+}
+
+LayerNormWeights layer_norm(const WeightStore& s, const std::string& name, int64_t n) {
+  return {vector_weight(s, name + ".weight", n), vector_weight(s, name + ".bias", n)};
+}
+
+MergerWeights merger(const VisionConfig& c, const WeightStore& s, const std::string& name,
+                     bool norm_after_concat) {
+  const int64_t merged = c.hidden_size * c.spatial_merge_size * c.spatial_merge_size;
+  MergerWeights m;
+  m.norm_after_concat = norm_after_concat;
+  m.norm = layer_norm(s, name + ".norm", norm_after_concat ? merged : c.hidden_size);
+  m.fc1 = linear(s, name + ".linear_fc1", merged, merged);
+  m.fc2 = linear(s, name + ".linear_fc2", c.out_hidden_size, merged);
+  return m;
+}
+
+}  // namespace
+
+VisionWeights load_vision_weights(const VisionConfig& c, const WeightStore& s) {
+  const std::string p = "model.visual.";
+  VisionWeights w;
+  const int64_t hid = c.hidden_size, ps = c.patch_size, tp = c.temporal_patch_size;
+  const TensorView& conv = s.get(p + "patch_embed.proj.weight");
+  conv.expect_shape({hid, c.in_channels, tp, ps, ps});
+  const std::vector<float> kernel = conv.to_f32();
+  const int64_t plane = ps * ps, still_cols = c.in_channels * plane;
+  w.patch_embed_still.assign(static_cast<size_t>(hid * still_cols), 0.0f);
+  for (int64_t o = 0; o < hid; ++o)
+    for (int64_t ch = 0; ch < c.in_channels; ++ch)
+      for (int64_t t = 0; t < tp; ++t)
+        for (int64_t i = 0; i < plane; ++i)
+          w.patch_embed_still[o * still_cols + ch * plane + i] +=
+              kernel[((o * c.in_channels + ch) * tp + t) * plane + i];
+  w.patch_embed_bias = vector_weight(s, p + "patch_embed.proj.bias", hid);
+  w.pos_embed = matrix_weight(s, p + "pos_embed.weight", c.num_position_embeddings, hid);
+  for (int64_t b = 0; b < c.depth; ++b) {
+    const std::string l = p + "blocks." + std::to_string(b) + ".";
+    VisionBlockWeights bw;
+    bw.norm1 = layer_norm(s, l + "norm1", hid);
+    bw.norm2 = layer_norm(s, l + "norm2", hid);
+    bw.qkv = linear(s, l + "attn.qkv", 3 * hid, hid);
+    bw.proj = linear(s, l + "attn.proj", hid, hid);
+    bw.fc1 = linear(s, l + "mlp.linear_fc1", c.intermediate_size, hid);
+    bw.fc2 = linear(s, l + "mlp.linear_fc2", hid, c.intermediate_size);
+    w.blocks.push_back(std::move(bw));
+  }
+  w.merger = merger(c, s, p + "merger", false);
+  for (size_t k = 0; k < c.deepstack_visual_indexes.size(); ++k) {
+    w.deepstack_mergers.push_back(
+        merger(c, s, p + "deepstack_merger_list." + std::to_string(k), true));
+  }
+  return w;
+}
+
+}  // namespace qvl
