@@ -1,0 +1,240 @@
+#include "hub/model_pull.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "hub/blob_download.h"
+#include "hub/download_progress.h"
+#include "hub/hub_cache.h"
+#include "hub/hub_client.h"
+#include "hub/hub_env.h"
+#include "hub/model_files.h"
+
+namespace qvl::hub {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string short_commit(const std::string& commit) {
+  return commit.substr(0, 10);
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string text;
+  for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+  return text;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(ErrorCode::kIo, "cannot read " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// One pull: the hub's listing plus the cache it fills.
+class Puller {
+ public:
+  Puller(const HubModelId& id, const ResolveOptions& options)
+      : id_(id),
+        options_(options),
+        cache_(options.cache_dir),
+        client_(options.endpoint, options.token),
+        progress_(options.progress_out ? *options.progress_out : std::cerr, options.show_progress,
+                  options.progress_bar) {}
+
+  PullResult run() {
+    info_ = client_.repo_info(id_);
+    result_.commit = info_.commit;
+    result_.snapshot_dir = cache_.snapshot_dir(id_.repo, info_.commit);
+    if (!info_.find("config.json")) {
+      fail(ErrorCode::kUnsupported,
+           id_.repo + "@" + id_.revision + " has no config.json: not a model qvl can load");
+    }
+    std::vector<std::string> wanted;
+    for (const std::string& name : model_metadata_files()) {
+      if (info_.find(name)) wanted.push_back(name);
+    }
+    if (info_.find(kWeightsIndexFile)) {
+      wanted.push_back(kWeightsIndexFile);
+    } else if (info_.find(kWeightsFile)) {
+      wanted.push_back(kWeightsFile);
+    } else {
+      fail(ErrorCode::kUnsupported, id_.repo + "@" + id_.revision + " has neither " + kWeightsFile +
+                                        " nor " + kWeightsIndexFile);
+    }
+    std::vector<RepoFile> files = metadata_for(wanted);
+    if (info_.find(kWeightsIndexFile)) {
+      // The shard list lives in the index, so the index comes first.
+      fetch_and_link(files, files.size());
+      const std::string index =
+          read_file(cache_.snapshot_file(id_.repo, info_.commit, kWeightsIndexFile));
+      std::vector<std::string> shards = shards_from_index(index);
+      for (const std::string& shard : shards) {
+        if (!info_.find(shard)) {
+          fail(ErrorCode::kCorrupt, std::string(kWeightsIndexFile) + " of " + id_.repo + " lists " +
+                                        shard + ", which the repository lacks");
+        }
+      }
+      const std::vector<RepoFile> shard_files = metadata_for(shards);
+      files.insert(files.end(), shard_files.begin(), shard_files.end());
+    }
+    fetch_and_link(files, files.size());
+    cache_.write_ref(id_.repo, id_.revision, info_.commit);
+    result_.files_total = static_cast<int>(files.size());
+    return result_;
+  }
+
+ private:
+  std::vector<RepoFile> metadata_for(const std::vector<std::string>& names) const {
+    std::vector<RepoFile> files;
+    for (const std::string& name : names) {
+      const RepoFile* listed = info_.find(name);
+      if (listed && !listed->etag.empty() && listed->size >= 0) {
+        files.push_back(*listed);
+      } else {  // the listing lacks per-file metadata: ask for this file's headers
+        files.push_back(client_.file_metadata(id_.repo, info_.commit, name));
+      }
+    }
+    return files;
+  }
+
+  bool is_cached(const RepoFile& file) const {
+    return cache_.has_blob(id_.repo, file.etag, file.size);
+  }
+
+  // Downloads what is missing among `files` (skipping those already done), then links them all.
+  void fetch_and_link(const std::vector<RepoFile>& files, size_t count) {
+    int64_t bytes_needed = 0;
+    int missing = 0;
+    for (const RepoFile& file : files) {
+      if (done_.count(file.name) || is_cached(file)) continue;
+      ++missing;
+      if (file.size > 0) bytes_needed += file.size - static_cast<int64_t>(partial_size(file));
+    }
+    if (missing > 0) {
+      if (!announced_) {
+        progress_.message("pulling " + id_.repo + "@" + id_.revision + " (commit " +
+                          short_commit(info_.commit) + ") from " + client_.endpoint());
+        announced_ = true;
+      }
+      const std::string blobs = cache_.repo_dir(id_.repo) + "/blobs";
+      std::error_code ec;
+      fs::create_directories(blobs, ec);
+      check_free_space(blobs, bytes_needed);
+    }
+    int index = 0;
+    for (const RepoFile& file : files) {
+      ++index;
+      if (done_.count(file.name)) continue;
+      if (!is_cached(file)) download(file, index, static_cast<int>(count));
+      cache_.link_snapshot_file(id_.repo, info_.commit, file.name, file.etag);
+      done_.insert(file.name);
+    }
+  }
+
+  uintmax_t partial_size(const RepoFile& file) const {
+    std::error_code ec;
+    const auto size = fs::file_size(cache_.incomplete_blob_path(id_.repo, file.etag), ec);
+    return ec ? 0 : size;
+  }
+
+  void download(const RepoFile& file, int index, int count) {
+    BlobDownload job;
+    job.url = client_.file_url(id_.repo, info_.commit, file.name);
+    job.bearer_token = client_.token();
+    job.blob_path = cache_.blob_path(id_.repo, file.etag);
+    job.lock_path = cache_.lock_path(id_.repo, file.etag);
+    job.expected_size = file.size;
+    job.expected_sha256 = file.sha256;
+    job.max_attempts = std::max(1, options_.max_attempts);
+    job.context = HubRequestContext{client_.endpoint(), id_.repo, id_.revision, file.name,
+                                    !client_.token().empty()};
+    BlobProgress callbacks;
+    bool started = false;
+    callbacks.on_start = [&](int64_t resumed_from) {
+      if (started && resumed_from == 0) return;
+      started = true;
+      progress_.begin_file(file.name, index, count, file.size, resumed_from);
+    };
+    callbacks.on_bytes = [&](int64_t done) { progress_.update(done); };
+    const int64_t fetched = download_blob(job, callbacks);
+    if (started) progress_.end_file();
+    result_.bytes_fetched += fetched;
+    ++result_.files_fetched;
+  }
+
+  HubModelId id_;
+  ResolveOptions options_;
+  HubCache cache_;
+  HubClient client_;
+  DownloadProgress progress_;
+  RepoInfo info_;
+  PullResult result_;
+  std::set<std::string> done_;
+  bool announced_ = false;
+};
+
+}  // namespace
+
+ResolveOptions with_environment_defaults(ResolveOptions options) {
+  if (options.endpoint.empty()) options.endpoint = endpoint_from_env();
+  while (!options.endpoint.empty() && options.endpoint.back() == '/') options.endpoint.pop_back();
+  if (options.cache_dir.empty()) options.cache_dir = cache_dir_from_env();
+  if (options.token.empty()) options.token = token_from_env();
+  options.offline = options.offline || offline_from_env();
+  if (!options.progress_out) options.progress_bar = stderr_is_terminal();
+  return options;
+}
+
+PullResult pull_model(const HubModelId& id, const ResolveOptions& raw_options) {
+  const ResolveOptions options = with_environment_defaults(raw_options);
+  if (options.offline) {
+    fail(ErrorCode::kInvalidArgument, "cannot pull " + id.repo +
+                                          " in offline mode (--offline or "
+                                          "HF_HUB_OFFLINE=1); unset it to download");
+  }
+  return Puller(id, options).run();
+}
+
+std::string resolve_model(const std::string& spec, const ResolveOptions& raw_options) {
+  std::error_code ec;
+  if (!spec.empty() && fs::exists(spec, ec)) return spec;
+  const auto id = parse_hub_model_id(spec);
+  if (!id) {
+    fail(ErrorCode::kNotFound, "model '" + spec +
+                                   "' is neither an existing local file or folder "
+                                   "nor a hub id of the form Org/Name[@revision]");
+  }
+  const ResolveOptions options = with_environment_defaults(raw_options);
+  const HubCache cache(options.cache_dir);
+  std::vector<std::string> missing;
+  if (const auto commit = cache.local_commit(id->repo, id->revision)) {
+    const std::string snapshot = cache.snapshot_dir(id->repo, *commit);
+    missing = missing_model_files(snapshot);
+    if (missing.empty()) {
+      QVL_LOG(kDebug) << "using cached " << spec << " at " << snapshot;
+      return snapshot;
+    }
+  }
+  if (options.offline) {
+    const std::string where = " in the cache at " + cache.repo_dir(id->repo);
+    if (missing.empty()) {
+      fail(ErrorCode::kNotFound, "offline mode: " + spec + " is not" + where + ". Run `qvl pull " +
+                                     spec + "` while online first.");
+    }
+    fail(ErrorCode::kNotFound, "offline mode: the cached copy of " + spec + where +
+                                   " is incomplete (missing " + join(missing) +
+                                   "). Run `qvl pull " + spec + "` while online to complete it.");
+  }
+  return pull_model(*id, options).snapshot_dir;
+}
+
+}  // namespace qvl::hub
