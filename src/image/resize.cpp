@@ -74,37 +74,97 @@ inline uint8_t clip_fixed(int32_t acc) {
   return static_cast<uint8_t>(std::clamp(acc >> kPrecisionBits, 0, 255));
 }
 
-// Runs fn(begin, end) over [0, rows) on the global pool, in chunks of roughly 64K samples.
+// Runs fn(begin, end) over [0, items) on the global pool, in chunks of roughly 64K operations.
 template <typename Fn>
-void for_rows(int rows, int samples_per_row, const Fn& fn) {
-  const size_t grain = std::max<size_t>(1, (size_t{1} << 16) / std::max(1, samples_per_row));
-  if (static_cast<size_t>(rows) <= grain) {
-    fn(size_t{0}, static_cast<size_t>(rows));
+void for_items(size_t items, size_t work_per_item, const Fn& fn) {
+  const size_t grain = std::max<size_t>(1, (size_t{1} << 16) / std::max<size_t>(1, work_per_item));
+  if (items <= grain) {
+    fn(size_t{0}, items);
     return;
   }
-  ThreadPool::global().parallel_for(static_cast<size_t>(rows), fn, grain);
+  ThreadPool::global().parallel_for(items, fn, grain);
+}
+
+// The integer kernels below are compiled twice, for AVX2 (8 x int32 multiplies) and for the
+// baseline, and the loader picks one; the arithmetic, hence the result, is the same.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define QVL_RESIZE_KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define QVL_RESIZE_KERNEL
+#endif
+
+// The horizontal pass works on blocks of kBlockRows rows transposed to column order, so that one
+// tap updates kLanes (row, channel) sums with contiguous vector loads.
+constexpr int kBlockRows = 16;
+constexpr int kLanes = kBlockRows * 3;
+
+// columns: [in_width][kLanes] samples; out_columns: [out_width][kLanes].
+QVL_RESIZE_KERNEL void horizontal_block(const uint8_t* columns, const int* first, const int* count,
+                                        const int32_t* weights, int stride, int out_width,
+                                        uint8_t* out_columns) {
+  for (int x = 0; x < out_width; ++x) {
+    int32_t acc[kLanes];
+    for (int j = 0; j < kLanes; ++j) acc[j] = kHalf;
+    const int32_t* k = weights + static_cast<size_t>(x) * stride;
+    const uint8_t* p = columns + static_cast<size_t>(first[x]) * kLanes;
+    for (int i = 0, n = count[x]; i < n; ++i, p += kLanes) {
+      const int32_t w = k[i];
+      for (int j = 0; j < kLanes; ++j) acc[j] += p[j] * w;
+    }
+    uint8_t* out = out_columns + static_cast<size_t>(x) * kLanes;
+    for (int j = 0; j < kLanes; ++j) out[j] = clip_fixed(acc[j]);
+  }
+}
+
+// One output row of the vertical pass: n source rows `stride` bytes apart, `width` samples each.
+QVL_RESIZE_KERNEL void vertical_row(const uint8_t* rows, size_t stride, const int32_t* k, int n,
+                                    size_t width, int32_t* acc, uint8_t* out) {
+  // Column chunks keep the accumulators in L1 while all taps are applied.
+  constexpr size_t kChunk = 2048;
+  for (size_t j0 = 0; j0 < width; j0 += kChunk) {
+    const size_t len = std::min(kChunk, width - j0);
+    for (size_t j = 0; j < len; ++j) acc[j] = kHalf;
+    for (int i = 0; i < n; ++i) {
+      const uint8_t* in = rows + i * stride + j0;
+      const int32_t w = k[i];
+      for (size_t j = 0; j < len; ++j) acc[j] += in[j] * w;
+    }
+    for (size_t j = 0; j < len; ++j) out[j0 + j] = clip_fixed(acc[j]);
+  }
 }
 
 // Resamples rows [row_begin, row_begin + out.height) of `src` horizontally into `out`.
 void resample_horizontal(const RgbImage& src, int row_begin, const AxisTaps& taps, RgbImage& out) {
   const size_t src_stride = static_cast<size_t>(src.width) * 3;
   const size_t out_stride = static_cast<size_t>(out.width) * 3;
-  for_rows(out.height, out.width * taps.stride, [&](size_t begin, size_t end) {
-    for (size_t y = begin; y < end; ++y) {
-      const uint8_t* in_row = src.pixels.data() + (row_begin + y) * src_stride;
-      uint8_t* out_row = out.pixels.data() + y * out_stride;
-      for (int x = 0; x < out.width; ++x) {
-        const int32_t* k = &taps.weights[static_cast<size_t>(x) * taps.stride];
-        const uint8_t* p = in_row + static_cast<size_t>(taps.first[x]) * 3;
-        int32_t r = kHalf, g = kHalf, b = kHalf;
-        for (int i = 0, n = taps.count[x]; i < n; ++i, p += 3) {
-          r += p[0] * k[i];
-          g += p[1] * k[i];
-          b += p[2] * k[i];
+  const size_t blocks = (static_cast<size_t>(out.height) + kBlockRows - 1) / kBlockRows;
+  const size_t work = static_cast<size_t>(out.width) * taps.stride * kLanes;
+  for_items(blocks, work, [&](size_t begin, size_t end) {
+    std::vector<uint8_t> columns(static_cast<size_t>(src.width) * kLanes);
+    std::vector<uint8_t> out_columns(static_cast<size_t>(out.width) * kLanes);
+    for (size_t block = begin; block < end; ++block) {
+      const size_t y0 = block * kBlockRows;
+      const int rows = static_cast<int>(std::min<size_t>(kBlockRows, out.height - y0));
+      if (rows < kBlockRows) std::fill(columns.begin(), columns.end(), 0);
+      for (int r = 0; r < rows; ++r) {
+        const uint8_t* in = src.pixels.data() + (row_begin + y0 + r) * src_stride;
+        uint8_t* col = columns.data() + r * 3;
+        for (int x = 0; x < src.width; ++x, in += 3, col += kLanes) {
+          col[0] = in[0];
+          col[1] = in[1];
+          col[2] = in[2];
         }
-        out_row[x * 3 + 0] = clip_fixed(r);
-        out_row[x * 3 + 1] = clip_fixed(g);
-        out_row[x * 3 + 2] = clip_fixed(b);
+      }
+      horizontal_block(columns.data(), taps.first.data(), taps.count.data(), taps.weights.data(),
+                       taps.stride, out.width, out_columns.data());
+      for (int r = 0; r < rows; ++r) {
+        uint8_t* dst = out.pixels.data() + (y0 + r) * out_stride;
+        const uint8_t* col = out_columns.data() + r * 3;
+        for (int x = 0; x < out.width; ++x, dst += 3, col += kLanes) {
+          dst[0] = col[0];
+          dst[1] = col[1];
+          dst[2] = col[2];
+        }
       }
     }
   });
@@ -113,20 +173,12 @@ void resample_horizontal(const RgbImage& src, int row_begin, const AxisTaps& tap
 // Resamples `src` vertically into `out`; tap indices are relative to `src`'s first row.
 void resample_vertical(const RgbImage& src, int row_offset, const AxisTaps& taps, RgbImage& out) {
   const size_t stride = static_cast<size_t>(src.width) * 3;
-  for_rows(out.height, out.width * 3 * taps.stride, [&](size_t begin, size_t end) {
-    std::vector<int32_t> acc(stride);
+  for_items(out.height, stride * taps.stride, [&](size_t begin, size_t end) {
+    std::vector<int32_t> acc(std::min<size_t>(stride, 2048));
     for (size_t y = begin; y < end; ++y) {
-      std::fill(acc.begin(), acc.end(), kHalf);
-      const int32_t* k = &taps.weights[y * taps.stride];
-      const uint8_t* rows = src.pixels.data() + (taps.first[y] - row_offset) * stride;
-      for (int i = 0, n = taps.count[y]; i < n; ++i) {
-        const uint8_t* in_row = rows + i * stride;
-        const int32_t weight = k[i];
-        // Tap-outer, column-inner so that this loop vectorises.
-        for (size_t j = 0; j < stride; ++j) acc[j] += in_row[j] * weight;
-      }
-      uint8_t* out_row = out.pixels.data() + y * stride;
-      for (size_t j = 0; j < stride; ++j) out_row[j] = clip_fixed(acc[j]);
+      vertical_row(src.pixels.data() + (taps.first[y] - row_offset) * stride, stride,
+                   &taps.weights[y * taps.stride], taps.count[y], stride, acc.data(),
+                   out.pixels.data() + y * stride);
     }
   });
 }
@@ -142,7 +194,8 @@ RgbImage blank(int width, int height) {
 }  // namespace
 
 RgbImage resize_bicubic(const RgbImage& src, int out_width, int out_height) {
-  if (src.width <= 0 || src.height <= 0 ||
+  if (src.width <= 0 || src.height <= 0 || src.width > kMaxResizeSide ||
+      src.height > kMaxResizeSide ||
       src.pixels.size() != static_cast<size_t>(src.width) * src.height * 3) {
     fail(ErrorCode::kInvalidArgument, "resize: source image " + std::to_string(src.width) + "x" +
                                           std::to_string(src.height) +

@@ -6,7 +6,7 @@
 
 namespace qvl {
 
-// Largest output side accepted by resize_bicubic, and largest output pixel count.
+// Largest side (input or output) accepted by resize_bicubic, and largest output pixel count.
 inline constexpr int kMaxResizeSide = 1 << 20;
 inline constexpr long long kMaxResizePixels = 1LL << 28;
 
@@ -14,8 +14,8 @@ inline constexpr long long kMaxResizePixels = 1LL << 28;
 // with the reduction factor when shrinking (antialiasing), each axis is resampled separately
 // (horizontal pass first, then vertical, with an 8-bit intermediate image), weights are 22-bit
 // fixed point, and an axis whose size does not change is not resampled at all.
-// Throws qvl::Error(kInvalidArgument) for an empty/inconsistent source or an output size that
-// is non-positive or above the limits above. Uses ThreadPool::global() for large images.
+// Throws qvl::Error(kInvalidArgument) for an empty/inconsistent/oversized source or an output
+// size that is non-positive or above the limits above. Uses ThreadPool::global() for large images.
 RgbImage resize_bicubic(const RgbImage& src, int out_width, int out_height);
 
 }  // namespace qvl
