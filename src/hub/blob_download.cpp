@@ -123,13 +123,13 @@ void check_free_space(const std::string& folder, int64_t bytes_needed) {
   }
 }
 
-int64_t download_blob(const BlobDownload& download, const BlobProgress& progress) {
+BlobResult download_blob(const BlobDownload& download, const BlobProgress& progress) {
   const FileDescriptor lock = lock_file(download.lock_path);
   std::error_code ec;
   if (fs::is_regular_file(download.blob_path, ec) &&
       (download.expected_size < 0 ||
        file_size_or_zero(download.blob_path) == download.expected_size)) {
-    return 0;  // another process finished it while we waited for the lock
+    return {};  // another process finished it while we waited for the lock
   }
   fs::create_directories(fs::path(download.blob_path).parent_path(), ec);
   if (ec) fail(ErrorCode::kIo, "cannot create " + download.blob_path + ": " + ec.message());
@@ -188,7 +188,7 @@ int64_t download_blob(const BlobDownload& download, const BlobProgress& progress
     if (::rename(incomplete.c_str(), download.blob_path.c_str()) != 0) {
       fail_errno("cannot rename to", download.blob_path, errno);
     }
-    return fetched;
+    return {true, fetched};
   }
 }
 

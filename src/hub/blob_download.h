@@ -28,9 +28,13 @@ struct BlobProgress {
   std::function<void(int64_t done)> on_bytes;
 };
 
-// Returns the number of bytes fetched over the network (0 when another process finished the
-// same blob while we waited for the lock). Throws qvl::Error on failure.
-int64_t download_blob(const BlobDownload& download, const BlobProgress& progress);
+struct BlobResult {
+  bool downloaded = false;    // false: another process finished the blob while we waited
+  int64_t bytes_fetched = 0;  // over the network, this call (resumed bytes not counted)
+};
+
+// Throws qvl::Error on failure; blob_path exists with verified content on return.
+BlobResult download_blob(const BlobDownload& download, const BlobProgress& progress);
 
 // Throws a kResourceExhausted error when the file system holding `folder` has less than
 // `bytes_needed` bytes available.

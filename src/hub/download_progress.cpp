@@ -19,12 +19,16 @@ void DownloadProgress::message(const std::string& line) {
 void DownloadProgress::begin_file(const std::string& name, int index, int count, int64_t total,
                                   int64_t resumed_from) {
   std::ostringstream label;  // (operator+ chains here trip a GCC 12 -Wrestrict false positive)
-  label << "[" << index << "/" << count << "] " << name;
+  if (count > 0) label << "[" << index << "/" << count << "] ";
+  label << name;
   label_ = label.str();
   total_ = total;
   resumed_from_ = resumed_from;
   done_ = resumed_from;
   next_quarter_ = 1;
+  while (total > 0 && next_quarter_ < 4 && resumed_from * 4 >= total * next_quarter_) {
+    ++next_quarter_;  // steps already passed before a resume are not printed again
+  }
   start_ = Clock::now();
   last_draw_ = Clock::time_point{};
   if (!enabled_) return;
@@ -74,7 +78,7 @@ std::string DownloadProgress::status_line(int64_t done) const {
   }
   const double seconds = seconds_since_start();
   const double fetched = static_cast<double>(done - resumed_from_);
-  if (seconds > 0.05 && fetched > 0) {
+  if (seconds >= 0.5 && fetched > 0) {  // earlier rates are mostly noise
     const double rate = fetched / seconds;
     line += "  " + format_bytes(rate) + "/s";
     if (total_ > 0) line += "  ETA " + format_duration(static_cast<double>(total_ - done) / rate);

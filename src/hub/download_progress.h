@@ -15,7 +15,8 @@ class DownloadProgress {
   DownloadProgress(std::ostream& out, bool enabled, bool terminal);
 
   void message(const std::string& line);
-  // A file of `total` bytes (-1 unknown) starts; `resumed_from` bytes are already on disk.
+  // A file of `total` bytes (-1 unknown) starts; `resumed_from` bytes are already on disk. The
+  // label reads "[index/count] name", or just the name when count is 0.
   void begin_file(const std::string& name, int index, int count, int64_t total,
                   int64_t resumed_from);
   // `done` bytes of the file are on disk now (including resumed ones).

@@ -62,31 +62,29 @@ class Puller {
     for (const std::string& name : model_metadata_files()) {
       if (info_.find(name)) wanted.push_back(name);
     }
+    std::vector<RepoFile> files;
     if (info_.find(kWeightsIndexFile)) {
-      wanted.push_back(kWeightsIndexFile);
+      // The shard list lives in the index, so the index is fetched first, on its own.
+      files = metadata_for({kWeightsIndexFile});
+      fetch_and_link(files, false);
+      const std::string index =
+          read_file(cache_.snapshot_file(id_.repo, info_.commit, kWeightsIndexFile));
+      for (const std::string& shard : shards_from_index(index)) {
+        if (!info_.find(shard)) {
+          fail(ErrorCode::kCorrupt, std::string(kWeightsIndexFile) + " of " + id_.repo + " lists " +
+                                        shard + ", which the repository lacks");
+        }
+        wanted.push_back(shard);
+      }
     } else if (info_.find(kWeightsFile)) {
       wanted.push_back(kWeightsFile);
     } else {
       fail(ErrorCode::kUnsupported, id_.repo + "@" + id_.revision + " has neither " + kWeightsFile +
                                         " nor " + kWeightsIndexFile);
     }
-    std::vector<RepoFile> files = metadata_for(wanted);
-    if (info_.find(kWeightsIndexFile)) {
-      // The shard list lives in the index, so the index comes first.
-      fetch_and_link(files, files.size());
-      const std::string index =
-          read_file(cache_.snapshot_file(id_.repo, info_.commit, kWeightsIndexFile));
-      std::vector<std::string> shards = shards_from_index(index);
-      for (const std::string& shard : shards) {
-        if (!info_.find(shard)) {
-          fail(ErrorCode::kCorrupt, std::string(kWeightsIndexFile) + " of " + id_.repo + " lists " +
-                                        shard + ", which the repository lacks");
-        }
-      }
-      const std::vector<RepoFile> shard_files = metadata_for(shards);
-      files.insert(files.end(), shard_files.begin(), shard_files.end());
-    }
-    fetch_and_link(files, files.size());
+    const std::vector<RepoFile> rest = metadata_for(wanted);
+    files.insert(files.end(), rest.begin(), rest.end());
+    fetch_and_link(files, true);
     cache_.write_ref(id_.repo, id_.revision, info_.commit);
     result_.files_total = static_cast<int>(files.size());
     return result_;
@@ -111,7 +109,8 @@ class Puller {
   }
 
   // Downloads what is missing among `files` (skipping those already done), then links them all.
-  void fetch_and_link(const std::vector<RepoFile>& files, size_t count) {
+  // With `numbered`, progress labels count the downloads: [1/3], [2/3]...
+  void fetch_and_link(const std::vector<RepoFile>& files, bool numbered) {
     int64_t bytes_needed = 0;
     int missing = 0;
     for (const RepoFile& file : files) {
@@ -125,6 +124,11 @@ class Puller {
                           short_commit(info_.commit) + ") from " + client_.endpoint());
         announced_ = true;
       }
+      if (numbered) {
+        progress_.message("  " + std::to_string(missing) + " of " + std::to_string(files.size()) +
+                          " files to download (" +
+                          DownloadProgress::format_bytes(static_cast<double>(bytes_needed)) + ")");
+      }
       const std::string blobs = cache_.repo_dir(id_.repo) + "/blobs";
       std::error_code ec;
       fs::create_directories(blobs, ec);
@@ -132,9 +136,8 @@ class Puller {
     }
     int index = 0;
     for (const RepoFile& file : files) {
-      ++index;
       if (done_.count(file.name)) continue;
-      if (!is_cached(file)) download(file, index, static_cast<int>(count));
+      if (!is_cached(file)) download(file, ++index, numbered ? missing : 0);
       cache_.link_snapshot_file(id_.repo, info_.commit, file.name, file.etag);
       done_.insert(file.name);
     }
@@ -165,10 +168,10 @@ class Puller {
       progress_.begin_file(file.name, index, count, file.size, resumed_from);
     };
     callbacks.on_bytes = [&](int64_t done) { progress_.update(done); };
-    const int64_t fetched = download_blob(job, callbacks);
+    const BlobResult blob = download_blob(job, callbacks);
     if (started) progress_.end_file();
-    result_.bytes_fetched += fetched;
-    ++result_.files_fetched;
+    result_.bytes_fetched += blob.bytes_fetched;
+    result_.files_fetched += blob.downloaded ? 1 : 0;
   }
 
   HubModelId id_;

@@ -4,8 +4,10 @@
 
 #include <filesystem>
 #include <sstream>
+#include <thread>
 
 #include "base/error.h"
+#include "hub/blob_download.h"
 #include "hub/fake_hub.h"
 #include "hub/hub_cache.h"
 #include "hub/model_pull.h"
@@ -255,6 +257,41 @@ TEST_F(HubPullTest, OfflineUsesCompleteCacheAndExplainsIncompleteOne) {
   EXPECT_EQ(resolve_model(kRepo, options()), snapshot);
   EXPECT_EQ(hub_.content_requests(), 0);
   EXPECT_TRUE(fs::exists(snapshot_file("model-00002-of-00002.safetensors")));
+}
+
+TEST_F(HubPullTest, ConcurrentPullsShareTheCacheSafely) {
+  std::vector<std::string> errors(3);
+  std::vector<PullResult> results(3);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < errors.size(); ++i) {
+    threads.emplace_back([&, i] {
+      ResolveOptions opts = options();
+      opts.show_progress = false;
+      errors[i] = error_of([&] { results[i] = pull_model({kRepo, "main"}, opts); });
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const std::string& error : errors) EXPECT_EQ(error, "(no error)");
+  EXPECT_EQ(results[0].files_fetched + results[1].files_fetched + results[2].files_fetched, 9);
+  EXPECT_EQ(read_whole_file(snapshot_file(kShard1)), file(kShard1).content);
+  // Each blob was fetched once: the per-blob lock makes the others find it finished.
+  int shard_gets = 0;
+  for (const testing::FakeRequest& request : hub_.requests()) {
+    shard_gets += request.path == "/cdn/" + FakeHub::etag_of(file(kShard1));
+  }
+  EXPECT_EQ(shard_gets, 1);
+}
+
+TEST(HubDiskSpace, RefusesDownloadsLargerThanFreeSpace) {
+  testing::TempDir dir;
+  try {
+    check_free_space(dir.path(), int64_t{1} << 60);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kResourceExhausted);
+    EXPECT_NE(std::string(error.what()).find("not enough disk space"), std::string::npos);
+  }
+  EXPECT_NO_THROW(check_free_space(dir.path(), 1));
 }
 
 }  // namespace
