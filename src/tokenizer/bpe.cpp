@@ -1,7 +1,6 @@
 #include "tokenizer/bpe.h"
 
 #include <algorithm>
-#include <queue>
 
 #include "base/error.h"
 
@@ -72,7 +71,7 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) con
   const bool cacheable = word.size() <= kMaxCachedWordBytes;
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mutex_);
-    auto it = cache_.find(std::string(word));
+    auto it = cache_.find(word);
     if (it != cache_.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
@@ -90,40 +89,45 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) con
 // Symbols form a linked list over the word's bytes; candidate merges wait in a min-heap ordered
 // by (rank, position). Entries made stale by earlier merges are skipped when popped.
 void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) const {
-  const int n = static_cast<int>(word.size());
-  std::vector<int32_t> id(n);
-  std::vector<int> prev(n), next(n);
-  for (int i = 0; i < n; ++i) {
-    id[i] = byte_ids_[static_cast<uint8_t>(word[i])];
-    prev[i] = i - 1;
-    next[i] = i + 1 < n ? i + 1 : -1;
-  }
   struct Candidate {
     uint32_t rank;
     int pos;
     int32_t left;
     int32_t right;
     int32_t merged;
-    bool operator>(const Candidate& o) const {
+    // Min-heap order for std::push_heap: lowest rank first, then leftmost.
+    bool operator<(const Candidate& o) const {
       return rank != o.rank ? rank > o.rank : pos > o.pos;
     }
   };
-  std::vector<Candidate> storage;
-  storage.reserve(n);
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap(
-      std::greater<Candidate>(), std::move(storage));
+  // Per-thread scratch space: no allocation per word once warmed up.
+  thread_local std::vector<int32_t> id;
+  thread_local std::vector<int> prev, next;
+  thread_local std::vector<Candidate> heap;
+  const int n = static_cast<int>(word.size());
+  id.resize(n);
+  prev.resize(n);
+  next.resize(n);
+  heap.clear();
+  for (int i = 0; i < n; ++i) {
+    id[i] = byte_ids_[static_cast<uint8_t>(word[i])];
+    prev[i] = i - 1;
+    next[i] = i + 1 < n ? i + 1 : -1;
+  }
   auto push_pair = [&](int pos) {
     if (pos < 0 || next[pos] < 0) return;
     uint32_t rank;
     int32_t merged;
     if (pairs_.find(id[pos], id[next[pos]], rank, merged)) {
-      heap.push({rank, pos, id[pos], id[next[pos]], merged});
+      heap.push_back({rank, pos, id[pos], id[next[pos]], merged});
+      std::push_heap(heap.begin(), heap.end());
     }
   };
   for (int i = 0; i + 1 < n; ++i) push_pair(i);
   while (!heap.empty()) {
-    const Candidate c = heap.top();
-    heap.pop();
+    std::pop_heap(heap.begin(), heap.end());
+    const Candidate c = heap.back();
+    heap.pop_back();
     const int right = next[c.pos];
     // id[pos] == -1 marks a symbol absorbed by its left neighbour.
     if (id[c.pos] != c.left || right < 0 || id[right] != c.right) continue;
@@ -135,6 +139,11 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) cons
     push_pair(c.pos);
   }
   for (int i = 0; i >= 0; i = next[i]) out.push_back(id[i]);
+  if (n > (1 << 16)) {  // do not keep scratch space of a huge word alive in the thread
+    for (auto* v : {&prev, &next}) std::vector<int>().swap(*v);
+    std::vector<int32_t>().swap(id);
+    std::vector<Candidate>().swap(heap);
+  }
 }
 
 }  // namespace qvl

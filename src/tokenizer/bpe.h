@@ -49,7 +49,11 @@ class BpeModel {
   static constexpr size_t kMaxCachedWordBytes = 128;
   static constexpr size_t kMaxCacheEntries = 1 << 17;
   mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  struct WordHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  mutable std::unordered_map<std::string, std::vector<int32_t>, WordHash, std::equal_to<>> cache_;
 };
 
 }  // namespace qvl

@@ -6,8 +6,11 @@
 
 namespace qvl {
 
-// NFC of valid UTF-8 text (utf8proc). Text whose code points are all below U+0300 is already
-// NFC and is returned without calling into utf8proc.
+// NFC of valid UTF-8 text. Only spans that NFC can change (around combining marks, decomposable
+// or composable characters) are passed to utf8proc; the rest is copied.
 std::string nfc_normalize(std::string_view text);
+
+// NFC of the whole text by utf8proc in one call (the reference for nfc_normalize in tests).
+std::string nfc_normalize_whole(std::string_view text);
 
 }  // namespace qvl
