@@ -1,0 +1,163 @@
+#include "cli/serve_command.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "server/server.h"
+
+namespace qvl::cli {
+namespace {
+
+struct ServeFlags {
+  server::ServerOptions options;
+  double max_body_mb = 32;
+  double max_image_mb = 16;
+  bool allow_remote_images = false;
+  double remote_timeout_seconds = 10;
+};
+
+// Blocks SIGINT/SIGTERM in this thread and every thread it starts later, so that they are
+// taken only by sigtimedwait below and never interrupt the engine or HTTP threads.
+sigset_t block_stop_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+int run_serve(ServeFlags& flags) {
+  server::ServerOptions& options = flags.options;
+  options.max_body_bytes = static_cast<size_t>(flags.max_body_mb * (1 << 20));
+  options.limits.max_image_bytes = static_cast<size_t>(flags.max_image_mb * (1 << 20));
+  options.engine.max_image_bytes = options.limits.max_image_bytes;
+  options.limits.allow_remote_images = flags.allow_remote_images;
+  options.remote.timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(flags.remote_timeout_seconds * 1000));
+
+  const sigset_t signals = block_stop_signals();
+  server::Server server(options);
+  const int port = server.bind();
+  // Scripts (and tests using --port 0) read the address from this line.
+  std::printf("qvl serve: listening on http://%s:%d\n", options.host.c_str(), port);
+  std::fflush(stdout);
+  server.start();
+
+  bool announced_ready = false;
+  for (;;) {
+    timespec tick{0, 100'000'000};
+    const int signal = sigtimedwait(&signals, nullptr, &tick);
+    if (signal == SIGINT || signal == SIGTERM) {
+      QVL_LOG(kInfo) << "signal " << signal << ": finishing in-flight requests (grace "
+                     << options.shutdown_grace_seconds << " s)";
+      server.shutdown();
+      QVL_LOG(kInfo) << "stopped";
+      return 0;
+    }
+    if (server.state() == server::Server::State::kFailed) {
+      std::cerr << "qvl serve: cannot load the model: " << server.load_error() << "\n";
+      server.shutdown();
+      return 1;
+    }
+    if (!announced_ready && server.state() == server::Server::State::kReady) {
+      announced_ready = true;
+      QVL_LOG(kInfo) << "ready on http://" << options.host << ":" << port;
+    }
+  }
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  server::ServerOptions& o = flags->options;
+  CLI::App* serve = app.add_subcommand(
+      "serve",
+      "OpenAI-compatible vision chat server (POST /v1/chat/completions, GET /v1/models, "
+      "POST /tokenize, GET /health, GET /metrics)");
+  serve->add_option("-m,--model", o.engine.model_dir, "Model folder (Hugging Face layout)")
+      ->required();
+  serve->add_option("--host", o.host, "Address to listen on")->capture_default_str();
+  serve->add_option("--port", o.port, "Port; 0 picks a free one (printed on stdout)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  serve->add_option("--alias", o.model_alias, "Model id to report (default: the folder name)");
+  serve->add_option("-t,--threads", o.engine.threads, "Compute threads (0 = one per core)")
+      ->capture_default_str();
+  serve->add_option("--parallel", o.parallel, "Requests generating at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  serve->add_option("--queue", o.queue, "Requests that may wait for a slot; more get 429")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
+  serve
+      ->add_option("--timeout", o.request_timeout_seconds,
+                   "Per-request deadline in seconds (queueing included)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 86400.0));
+  serve
+      ->add_option("--shutdown-grace", o.shutdown_grace_seconds,
+                   "Seconds in-flight requests get to finish after SIGINT/SIGTERM")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  serve
+      ->add_option("--api-key", o.api_key,
+                   "Require 'Authorization: Bearer KEY' on /v1/* and /tokenize")
+      ->envname("QVL_API_KEY");
+  serve->add_option("--cors-origin", o.cors_origin,
+                    "Allow browser calls from this origin ('*' for any); off by default");
+  serve->add_option("--max-body-mb", flags->max_body_mb, "Largest request body (MiB)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1024.0));
+  serve->add_option("--max-image-mb", flags->max_image_mb, "Largest encoded image (MiB)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1024.0));
+  serve->add_option("--max-images", o.limits.max_images, "Images per request")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
+  serve
+      ->add_option("--max-image-pixels", o.engine.max_image_pixels,
+                   "Largest decoded image (width x height)")
+      ->capture_default_str();
+  serve
+      ->add_option("--image-max-tokens", o.engine.image_max_tokens,
+                   "Default image token budget (detail=auto; 0 = engine default)")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-image-tokens-per-request", o.limits.max_total_image_tokens,
+                   "Total image tokens of one request")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{4}, int64_t{1} << 24));
+  serve->add_option("--ctx-size", o.engine.max_context, "Context length (0 = the model's)")
+      ->capture_default_str();
+  serve->add_flag("--allow-remote-images", flags->allow_remote_images,
+                  "Fetch http(s) image URLs (public addresses only)");
+  serve
+      ->add_option("--remote-image-timeout", flags->remote_timeout_seconds,
+                   "Seconds allowed for fetching one remote image")
+      ->capture_default_str();
+  serve
+      ->add_option("--read-timeout", o.read_timeout_seconds,
+                   "Seconds a client may stall while sending a request")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  serve->callback([flags] {
+    int code = 0;
+    try {
+      code = run_serve(*flags);
+    } catch (const Error& error) {
+      std::cerr << "qvl serve: " << error.what() << "\n";
+      code = 1;
+    }
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace qvl::cli

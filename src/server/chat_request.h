@@ -1,0 +1,57 @@
+// POST /v1/chat/completions body -> qvl::GenerationRequest, as a pure function so it can be unit
+// tested and fuzzed. Every problem throws ApiError (400) naming the field and what to change.
+// Unknown fields are ignored, as OpenAI clients send many optional ones; JSON null means absent.
+//
+// image_url.detail maps to per-image token budgets (one image token = 32x32 pixels):
+//   "low"  -> at most RequestLimits::low_detail_max_tokens (default 256, ~512x512 px)
+//   "high" -> at most RequestLimits::high_detail_max_tokens (default 1280, ~1150x1150 px)
+//   "auto" or absent -> the engine's default budget (`qvl serve --image-max-tokens`)
+// When the images of one request together could exceed max_total_image_tokens, each image's
+// budget is lowered to an equal share, so a request never costs more than that.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qvl/engine.h"
+
+namespace qvl::server {
+
+struct RequestLimits {
+  size_t max_messages = 2048;
+  size_t max_images = 8;                  // images per request
+  size_t max_image_bytes = 16u << 20;     // encoded bytes per image
+  int64_t max_total_image_tokens = 4096;  // sum of per-image budgets
+  int64_t low_detail_max_tokens = 256;
+  int64_t high_detail_max_tokens = 1280;
+  size_t max_stop_sequences = 8;
+  size_t max_stop_bytes = 256;
+  int max_json_depth = 64;
+  bool allow_remote_images = false;
+};
+
+struct RemoteImage {
+  int image_index = 0;  // into GenerationRequest::images; bytes are filled in by the fetcher
+  std::string url;
+  std::string param;  // e.g. "messages[0].content[1].image_url.url", for error messages
+};
+
+struct ChatRequest {
+  GenerationRequest generation;
+  std::string model;
+  bool stream = false;
+  bool include_usage = false;
+  std::vector<RemoteImage> remote_images;
+};
+
+ChatRequest parse_chat_request(std::string_view body, const ModelInfo& model,
+                               const RequestLimits& limits);
+
+// The JSON body of a request, or ApiError 400 when it is not JSON, is nested deeper than
+// `max_depth`, or is not an object.
+nlohmann::json parse_json_object(std::string_view body, int max_depth);
+
+}  // namespace qvl::server

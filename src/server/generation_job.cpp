@@ -1,0 +1,74 @@
+#include "server/generation_job.h"
+
+#include <utility>
+
+namespace qvl::server {
+
+GenerationJob::GenerationJob(Engine& engine, GenerationRequest request)
+    : start_(std::chrono::steady_clock::now()) {
+  thread_ = std::thread(
+      [this, &engine, request = std::move(request)]() mutable { run(engine, std::move(request)); });
+}
+
+GenerationJob::~GenerationJob() {
+  cancel_.request(CancelReason::kClientGone);
+  thread_.join();
+}
+
+void GenerationJob::run(Engine& engine, GenerationRequest request) {
+  auto on_text = [this](const std::string& delta) {
+    std::lock_guard lock(mutex_);
+    if (!has_text_) {
+      first_text_seconds_ =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    }
+    has_text_ = true;
+    pending_ += delta;
+    changed_.notify_all();
+    return !cancel_.cancel.load();
+  };
+  GenerationResult result;
+  std::exception_ptr error;
+  try {
+    result = engine.generate(request, on_text, &cancel_.cancel);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  std::lock_guard lock(mutex_);
+  if (!has_text_) {
+    first_text_seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  result_ = std::move(result);
+  error_ = error;
+  finished_ = true;
+  changed_.notify_all();
+}
+
+GenerationJob::Progress GenerationJob::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  changed_.wait_for(lock, timeout, [this] { return !pending_.empty() || finished_; });
+  Progress progress;
+  progress.text = std::move(pending_);
+  pending_.clear();
+  // With text still to send, the end is reported by the next call.
+  progress.finished = finished_ && progress.text.empty();
+  return progress;
+}
+
+void GenerationJob::wait_started() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] { return has_text_ || finished_; });
+}
+
+void GenerationJob::wait_finished() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] { return finished_; });
+}
+
+bool GenerationJob::finished() {
+  std::lock_guard lock(mutex_);
+  return finished_;
+}
+
+}  // namespace qvl::server

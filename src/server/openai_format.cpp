@@ -1,0 +1,109 @@
+#include "server/openai_format.h"
+
+#include <chrono>
+#include <random>
+
+namespace qvl::server {
+namespace {
+
+using nlohmann::json;
+
+std::string random_hex(size_t length) {
+  static thread_local std::mt19937_64 generator{std::random_device{}()};
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string text(length, '0');
+  for (char& c : text) c = kDigits[generator() & 15];
+  return text;
+}
+
+double per_second(int64_t count, double ms) {
+  return ms > 0 ? count * 1000.0 / ms : 0.0;
+}
+
+}  // namespace
+
+CompletionIdentity new_completion_identity(const std::string& model) {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return {"chatcmpl-" + random_hex(24),
+          std::chrono::duration_cast<std::chrono::seconds>(now).count(), model};
+}
+
+const char* finish_reason_name(FinishReason reason) {
+  return reason == FinishReason::kLength ? "length" : "stop";
+}
+
+json usage_json(const GenerationStats& stats) {
+  return {{"prompt_tokens", stats.prompt_tokens},
+          {"completion_tokens", stats.completion_tokens},
+          {"total_tokens", stats.prompt_tokens + stats.completion_tokens}};
+}
+
+json timings_json(const GenerationStats& stats) {
+  return {{"prompt_tokens", stats.prompt_tokens},
+          {"image_tokens", stats.image_tokens},
+          {"image_ms", stats.image_ms},
+          {"prompt_ms", stats.prompt_ms},
+          {"prompt_tokens_per_second", per_second(stats.prompt_tokens, stats.prompt_ms)},
+          {"ttft_ms", stats.ttft_ms},
+          {"completion_tokens", stats.completion_tokens},
+          {"decode_ms", stats.decode_ms},
+          // The first token comes from the prefill, so decode speed counts the others.
+          {"completion_tokens_per_second",
+           per_second(std::max<int64_t>(stats.completion_tokens - 1, 0), stats.decode_ms)},
+          {"total_ms", stats.total_ms}};
+}
+
+json completion_json(const CompletionIdentity& identity, const GenerationResult& result) {
+  json message = {{"role", "assistant"}, {"content", result.text}, {"refusal", nullptr}};
+  json choice = {{"index", 0},
+                 {"message", message},
+                 {"logprobs", nullptr},
+                 {"finish_reason", finish_reason_name(result.finish)}};
+  return {{"id", identity.id},
+          {"object", "chat.completion"},
+          {"created", identity.created},
+          {"model", identity.model},
+          {"choices", json::array({choice})},
+          {"usage", usage_json(result.stats)},
+          {"system_fingerprint", nullptr},
+          {"timings", timings_json(result.stats)}};
+}
+
+json chunk_json(const CompletionIdentity& identity, const json& delta, const char* finish_reason,
+                bool with_usage_field) {
+  json choice = {{"index", 0},
+                 {"delta", delta},
+                 {"logprobs", nullptr},
+                 {"finish_reason", finish_reason ? json(finish_reason) : json(nullptr)}};
+  json chunk = {{"id", identity.id},
+                {"object", "chat.completion.chunk"},
+                {"created", identity.created},
+                {"model", identity.model},
+                {"system_fingerprint", nullptr},
+                {"choices", json::array({choice})}};
+  if (with_usage_field) chunk["usage"] = nullptr;
+  return chunk;
+}
+
+json usage_chunk_json(const CompletionIdentity& identity, const GenerationStats& stats) {
+  return {{"id", identity.id},
+          {"object", "chat.completion.chunk"},
+          {"created", identity.created},
+          {"model", identity.model},
+          {"system_fingerprint", nullptr},
+          {"choices", json::array()},
+          {"usage", usage_json(stats)},
+          {"timings", timings_json(stats)}};
+}
+
+std::string sse_event(const json& data) {
+  // Invalid UTF-8 cannot come from the engine (whole characters only), but replace rather than
+  // throw if it ever does.
+  return "data: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+std::string sse_done() {
+  return "data: [DONE]\n\n";
+}
+
+}  // namespace qvl::server

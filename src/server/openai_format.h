@@ -1,0 +1,42 @@
+// Response bodies in OpenAI's exact wire format: chat.completion objects and the
+// chat.completion.chunk events of a streamed answer (Server-Sent Events).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "qvl/engine.h"
+
+namespace qvl::server {
+
+// What every object of one completion shares.
+struct CompletionIdentity {
+  std::string id;  // "chatcmpl-..."
+  int64_t created = 0;
+  std::string model;
+};
+
+CompletionIdentity new_completion_identity(const std::string& model);
+
+const char* finish_reason_name(FinishReason reason);
+
+nlohmann::json usage_json(const GenerationStats& stats);
+// qvl's addition (llama.cpp has the same idea): where the time went.
+nlohmann::json timings_json(const GenerationStats& stats);
+
+nlohmann::json completion_json(const CompletionIdentity& identity, const GenerationResult& result);
+
+// One chat.completion.chunk. `with_usage_field` adds "usage": null, as OpenAI does on every
+// chunk when stream_options.include_usage is set.
+nlohmann::json chunk_json(const CompletionIdentity& identity, const nlohmann::json& delta,
+                          const char* finish_reason, bool with_usage_field);
+// The last chunk of a stream that asked for usage: empty choices, usage and timings.
+nlohmann::json usage_chunk_json(const CompletionIdentity& identity, const GenerationStats& stats);
+
+// "data: <json>\n\n"
+std::string sse_event(const nlohmann::json& data);
+// "data: [DONE]\n\n"
+std::string sse_done();
+
+}  // namespace qvl::server
