@@ -1,6 +1,7 @@
 #include "engine/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -20,6 +21,71 @@ constexpr int64_t kHeapTopK = 512;
   std::ostringstream message;
   message << "sampling parameter " << name << " must be " << rule << " (got " << value << ")";
   fail(ErrorCode::kInvalidArgument, message.str());
+}
+
+void check_history(int64_t vocab, const std::vector<int64_t>& prompt_ids,
+                   const std::vector<int64_t>& generated_ids) {
+  if (vocab <= 0 || vocab > std::numeric_limits<int32_t>::max())
+    fail(ErrorCode::kInvalidArgument, "sampler: vocabulary size out of range");
+  for (const auto* ids : {&prompt_ids, &generated_ids}) {
+    for (int64_t id : *ids) {
+      if (id < 0 || id >= vocab)
+        fail(ErrorCode::kInvalidArgument,
+             "sampler: token id " + std::to_string(id) + " outside the vocabulary");
+    }
+  }
+}
+
+// exp(x) for x <= 0, within 1e-7 relative; 0 below -87, for -inf and for NaN. Only integer
+// selects, no branches or library calls, so the loop over the vocabulary vectorises (std::exp
+// stays scalar, and float compares block if-conversion under -ftrapping-math).
+inline float exp_nonpositive(float x) {
+  constexpr uint32_t kLimit = 0x42AE0000u;  // 87.0f: below -87, 2^n is no longer normal
+  const uint32_t magnitude = std::bit_cast<uint32_t>(x) & 0x7FFFFFFFu;
+  const float clamped = std::bit_cast<float>(std::min(magnitude, kLimit) | 0x80000000u);
+  // n = round(x / ln 2) through the float adder; its low mantissa bits hold n as an integer.
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  const float shifted = clamped * 1.44269504088896341f + kRound;
+  const float n = shifted - kRound;
+  const int32_t n_int = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kRound);
+  // Cody-Waite: r = x - n ln 2 in two steps, |r| <= ln(2) / 2.
+  const float r = (clamped - n * 0.693359375f) - n * -2.12194440e-4f;
+  // Taylor series to r^7: truncation error < 4e-9 relative on this interval.
+  const float poly =
+      1.0f +
+      r * (1.0f + r * (0.5f + r * (1.0f / 6 +
+                                   r * (1.0f / 24 +
+                                        r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
+  const float scale = std::bit_cast<float>(static_cast<uint32_t>(n_int + 127) << 23);
+  // All ones when magnitude <= kLimit, else zero (NaN and infinity have larger magnitudes).
+  const uint32_t keep = static_cast<uint32_t>(static_cast<int32_t>(magnitude - (kLimit + 1)) >> 31);
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(poly * scale) & keep);
+}
+
+// Maximum of x, skipping NaN (comparisons with NaN are false). Eight independent lanes break
+// the dependency chain of a scalar max.
+float max_value(const float* x, int64_t n) {
+  float lanes[8] = {kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) lanes[j] = x[i + j] > lanes[j] ? x[i + j] : lanes[j];
+  }
+  float result = kNegInf;
+  for (; i < n; ++i) result = x[i] > result ? x[i] : result;
+  for (float v : lanes) result = v > result ? v : result;
+  return result;
+}
+
+// Sums in four lanes (fixed order, so deterministic) for instruction-level parallelism.
+template <typename Get>
+double lane_sum(size_t n, Get get) {
+  double lanes[4] = {0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (size_t j = 0; j < 4; ++j) lanes[j] += get(i + j);
+  }
+  for (; i < n; ++i) lanes[0] += get(i);
+  return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
 }
 
 uint64_t random_seed() {
@@ -59,19 +125,21 @@ int64_t Sampler::sample(const float* logits, int64_t vocab, const std::vector<in
   prepare(logits, vocab, prompt_ids, generated_ids);
   if (is_greedy_sampling(params_)) return argmax();
   filter();
-  double total = 0;
-  for (size_t i = 0; i < kept_; ++i) total += candidates_[i].weight;
-  // Same summation order as `total`, so the last positive weight always reaches r < total.
-  const double r = uniform01() * total;
+  const double r = uniform01() * kept_mass();
+  // Skip whole blocks first: their sums run in parallel lanes, unlike a token-by-token walk.
+  constexpr size_t kBlock = 32;
+  size_t i = 0;
   double mass = 0;
-  int64_t last_positive = candidates_[0].id;
-  for (size_t i = 0; i < kept_; ++i) {
-    if (candidates_[i].weight <= 0) continue;
-    mass += candidates_[i].weight;
-    last_positive = candidates_[i].id;
-    if (r < mass) return last_positive;
+  for (; i + kBlock <= kept_; i += kBlock) {
+    const double block = lane_sum(kBlock, [&](size_t j) { return candidates_[i + j].weight; });
+    if (r < mass + block) break;
+    mass += block;
   }
-  return last_positive;  // only reachable through rounding of r at the very top
+  for (; i < kept_; ++i) {
+    mass += candidates_[i].weight;
+    if (r < mass) return candidates_[i].id;
+  }
+  return candidates_[kept_ - 1].id;  // r rounded up to the total: the last token
 }
 
 std::vector<TokenProbability> Sampler::distribution(const float* logits, int64_t vocab,
@@ -80,8 +148,7 @@ std::vector<TokenProbability> Sampler::distribution(const float* logits, int64_t
   prepare(logits, vocab, prompt_ids, generated_ids);
   if (is_greedy_sampling(params_)) return {{argmax(), 1.0}};
   filter();
-  double total = 0;
-  for (size_t i = 0; i < kept_; ++i) total += candidates_[i].weight;
+  const double total = kept_mass();
   std::vector<TokenProbability> result;
   result.reserve(kept_);
   for (size_t i = 0; i < kept_; ++i)
@@ -94,15 +161,7 @@ std::vector<TokenProbability> Sampler::distribution(const float* logits, int64_t
 
 void Sampler::apply_penalties(float* logits, int64_t vocab, const std::vector<int64_t>& prompt_ids,
                               const std::vector<int64_t>& generated_ids) {
-  if (vocab <= 0 || vocab > std::numeric_limits<int32_t>::max())
-    fail(ErrorCode::kInvalidArgument, "sampler: vocabulary size out of range");
-  for (const auto* ids : {&prompt_ids, &generated_ids}) {
-    for (int64_t id : *ids) {
-      if (id < 0 || id >= vocab)
-        fail(ErrorCode::kInvalidArgument,
-             "sampler: token id " + std::to_string(id) + " outside the vocabulary");
-    }
-  }
+  check_history(vocab, prompt_ids, generated_ids);
   if (static_cast<int64_t>(seen_.size()) < vocab) {
     seen_.resize(vocab, 0);
     counts_.resize(vocab, 0);
@@ -138,124 +197,176 @@ void Sampler::apply_penalties(float* logits, int64_t vocab, const std::vector<in
 void Sampler::prepare(const float* logits, int64_t vocab, const std::vector<int64_t>& prompt_ids,
                       const std::vector<int64_t>& generated_ids) {
   if (logits == nullptr) fail(ErrorCode::kInvalidArgument, "sampler: no logits");
-  if (vocab <= 0 || vocab > std::numeric_limits<int32_t>::max())
-    fail(ErrorCode::kInvalidArgument, "sampler: vocabulary size out of range");
+  check_history(vocab, prompt_ids, generated_ids);
   if (vocab != vocab_) {
     work_.resize(vocab);
-    candidates_.reserve(vocab);
+    weights_.resize(vocab);
+    candidates_.resize(vocab + 1);
     vocab_ = vocab;
+  }
+  const bool penalize =
+      (params_.repetition_penalty != 1.0f && !(prompt_ids.empty() && generated_ids.empty())) ||
+      ((params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) &&
+       !generated_ids.empty());
+  // NaN needs no cleaning here: every later pass treats it as -inf (see the comparisons).
+  if (!penalize) {  // read the caller's logits directly: no copy
+    logits_ = logits;
+    return;
   }
   float* work = work_.data();
   for (int64_t i = 0; i < vocab; ++i) work[i] = std::isnan(logits[i]) ? kNegInf : logits[i];
   apply_penalties(work, vocab, prompt_ids, generated_ids);
+  logits_ = work;
 }
 
 int64_t Sampler::argmax() const {
-  const float* work = work_.data();
-  int64_t best = -1;
-  float best_value = kNegInf;
-  for (int64_t i = 0; i < vocab_; ++i) {
-    if (work[i] > best_value) {  // strict: the lowest id wins ties
-      best_value = work[i];
-      best = i;
-    }
-  }
-  if (best < 0) fail(ErrorCode::kInternal, "sampler: no token has a finite logit");
-  return best;
+  const float best = max_value(logits_, vocab_);
+  if (best == kNegInf) fail(ErrorCode::kInternal, "sampler: no token has a finite logit");
+  int64_t i = 0;
+  while (logits_[i] != best) ++i;  // the first one: lowest id wins ties
+  return i;
+}
+
+double Sampler::kept_mass() const {
+  return lane_sum(kept_, [this](size_t i) { return candidates_[i].weight; });
 }
 
 void Sampler::filter() {
-  const bool top_k_active = params_.top_k > 0 && params_.top_k < vocab_;
-  collect_candidates(top_k_active ? top_k_threshold() : kNegInf);
-  kept_ = candidates_.size();
-  if (params_.top_p < 1.0f) keep_nucleus();
-  if (params_.min_p > 0.0f) {
-    // Weights are relative to the most likely token, so p < min_p * p_max is weight < min_p.
-    size_t out = 0;
-    for (size_t i = 0; i < kept_; ++i) {
-      if (candidates_[i].weight >= params_.min_p) candidates_[out++] = candidates_[i];
+  const float* logits = logits_;
+  const float max_logit = max_value(logits, vocab_);
+  if (max_logit == kNegInf) fail(ErrorCode::kInternal, "sampler: no token has a finite logit");
+  Candidate* out = candidates_.data();
+  size_t count = 0;
+  if (max_logit == kPosInf) {  // softmax is undefined; share the mass among the +inf tokens
+    for (int64_t i = 0; i < vocab_; ++i) {
+      if (logits[i] == kPosInf) out[count++] = {static_cast<int32_t>(i), 1.0f};
     }
-    kept_ = out;
+    kept_ = count;
+    return;
   }
+  // Weights are exp((logit - max) / T): 1 for the most likely token, 0 for NaN and -inf.
+  const float temperature = params_.temperature;
+  const double top_p = params_.top_p;
+  if (params_.top_k > 0 && params_.top_k < vocab_) {
+    const float threshold = top_k_threshold();
+    for (int64_t i = 0; i < vocab_; ++i) {
+      if (!(logits[i] >= threshold)) continue;
+      const float weight = exp_nonpositive((logits[i] - max_logit) / temperature);
+      if (weight > 0) out[count++] = {static_cast<int32_t>(i), weight};
+    }
+    kept_ = count;
+    if (top_p < 1) keep_nucleus(0, 0.0, top_p * kept_mass());
+  } else {
+    float* weights = weights_.data();
+    for (int64_t i = 0; i < vocab_; ++i)
+      weights[i] = exp_nonpositive((logits[i] - max_logit) / temperature);
+    constexpr float kSmallest = std::numeric_limits<float>::denorm_min();
+    if (top_p < 1) {
+      const double total = lane_sum(vocab_, [weights](size_t i) { return weights[i]; });
+      const double target = top_p * total;
+      // Tokens with p >= 1/1024 go first: at most 1024 of them, and when the model is
+      // confident they hold the whole nucleus, so the rest is never looked at again.
+      const float cutoff = static_cast<float>(total / 1024);
+      count = append_candidates(cutoff, kPosInf, 0);
+      kept_ = count;
+      const double head_mass = kept_mass();
+      if (head_mass >= target) {
+        keep_nucleus(0, 0.0, target);
+      } else {
+        kept_ = append_candidates(kSmallest, cutoff, count);
+        keep_nucleus(count, head_mass, target);
+      }
+    } else {
+      kept_ = append_candidates(kSmallest, kPosInf, 0);
+    }
+  }
+  if (params_.min_p > 0.0f) {
+    // The best token has weight 1, so p < min_p * p_max is weight < min_p.
+    size_t kept = 0;
+    for (size_t i = 0; i < kept_; ++i) {
+      if (candidates_[i].weight >= params_.min_p) candidates_[kept++] = candidates_[i];
+    }
+    kept_ = kept;
+  }
+}
+
+// Appends, in id order after the first `start` candidates, the tokens whose weight is in
+// [low, high); returns the new count. Branch-free: every token is written, few are kept.
+size_t Sampler::append_candidates(float low, float high, size_t start) {
+  const float* weights = weights_.data();
+  Candidate* out = candidates_.data();  // vocab + 1 entries: the last write may be a spare
+  size_t count = start;
+  for (int64_t i = 0; i < vocab_; ++i) {
+    out[count] = {static_cast<int32_t>(i), weights[i]};
+    count += static_cast<size_t>(weights[i] >= low) & static_cast<size_t>(weights[i] < high);
+  }
+  return count;
 }
 
 // The k-th largest logit. Like HF's TopKLogitsWarper, every token tied with it is kept.
 float Sampler::top_k_threshold() {
   const int64_t k = params_.top_k;
-  const float* work = work_.data();
+  const float* logits = logits_;
   if (k > kHeapTopK) {
-    heap_.assign(work, work + vocab_);
+    heap_.resize(vocab_);
+    for (int64_t i = 0; i < vocab_; ++i) heap_[i] = std::isnan(logits[i]) ? kNegInf : logits[i];
     std::nth_element(heap_.begin(), heap_.begin() + (k - 1), heap_.end(), std::greater<float>());
     return heap_[k - 1];
   }
-  heap_.clear();  // a min-heap of the k best seen so far: most tokens fail one comparison
-  for (int64_t i = 0; i < vocab_; ++i) {
-    if (static_cast<int64_t>(heap_.size()) < k) {
-      heap_.push_back(work[i]);
-      std::push_heap(heap_.begin(), heap_.end(), std::greater<float>());
-    } else if (work[i] > heap_.front()) {
+  // A min-heap of the k best seen so far: most tokens then fail a single comparison.
+  heap_.resize(k);
+  for (int64_t i = 0; i < k; ++i) heap_[i] = std::isnan(logits[i]) ? kNegInf : logits[i];
+  std::make_heap(heap_.begin(), heap_.end(), std::greater<float>());
+  for (int64_t i = k; i < vocab_; ++i) {
+    if (logits[i] > heap_.front()) {  // false for NaN
       std::pop_heap(heap_.begin(), heap_.end(), std::greater<float>());
-      heap_.back() = work[i];
+      heap_.back() = logits[i];
       std::push_heap(heap_.begin(), heap_.end(), std::greater<float>());
     }
   }
   return heap_.front();
 }
 
-// Tokens with logit >= threshold and a non-zero weight after temperature, in id order.
-void Sampler::collect_candidates(float threshold) {
-  const float* work = work_.data();
-  float max_logit = kNegInf;
-  for (int64_t i = 0; i < vocab_; ++i) max_logit = std::max(max_logit, work[i]);
-  if (max_logit == kNegInf) fail(ErrorCode::kInternal, "sampler: no token has a finite logit");
-  candidates_.clear();
-  if (max_logit == kPosInf) {  // softmax is undefined; share the mass among the +inf tokens
-    for (int64_t i = 0; i < vocab_; ++i) {
-      if (work[i] == kPosInf) candidates_.push_back({static_cast<int32_t>(i), 1.0f});
-    }
-    return;
-  }
-  const float temperature = params_.temperature;
-  for (int64_t i = 0; i < vocab_; ++i) {
-    if (work[i] < threshold) continue;
-    const float weight = std::exp((work[i] - max_logit) / temperature);
-    if (weight > 0) candidates_.push_back({static_cast<int32_t>(i), weight});
-  }
-}
-
-// Keeps the smallest most-probable set whose mass reaches top_p (HF: a token stays when the
-// mass of the tokens before it is < top_p). Sorting the whole vocabulary is avoided: tokens
-// above a weight cutoff are sorted first, and the cutoff is lowered only if their mass falls
-// short; at most total/cutoff tokens can be above it.
-void Sampler::keep_nucleus() {
-  double total = 0;
-  for (const Candidate& c : candidates_) total += c.weight;
-  const double target = params_.top_p * total;
+// Keeps the smallest most-probable set whose mass reaches `target` (HF: a token stays when
+// the mass of the tokens before it is < top_p). candidates_[0, first) are already known to be
+// kept and more probable than the rest, with mass `mass_before`. Instead of sorting, a
+// quickselect on probability narrows down the boundary token: each step splits the range
+// around a pivot and keeps the side where the cumulative mass crosses the target.
+void Sampler::keep_nucleus(size_t first_index, double mass_before, double target) {
   const auto more_probable = [](const Candidate& a, const Candidate& b) {
     return a.weight > b.weight || (a.weight == b.weight && a.id < b.id);
   };
   const auto begin = candidates_.begin();
-  const auto end = candidates_.end();
-  size_t sorted = 0;
-  double mass = 0;
-  double cutoff = total / 1024;
-  for (int round = 0;; ++round) {
-    if (round == 3) cutoff = 0;  // give up on pruning: sort the rest
-    const auto middle = std::partition(begin + sorted, end,
-                                       [cutoff](const Candidate& c) { return c.weight >= cutoff; });
-    std::sort(begin + sorted, middle, more_probable);
-    const size_t limit = middle - begin;
-    for (; sorted < limit; ++sorted) {
-      mass += candidates_[sorted].weight;
-      if (mass >= target) {
-        kept_ = sorted + 1;
-        return;
-      }
+  auto first = begin + first_index;  // [first, last) is unresolved
+  auto last = begin + kept_;
+  // Deterministic pivots could meet an unlucky order; then finish with a sort (introselect).
+  int pivots_left = 2 * std::bit_width(kept_);
+  while (last - first > 16 && pivots_left-- > 0) {
+    // Median of three distinct elements: neither side of the split can be empty.
+    Candidate a = *first, b = first[(last - first) / 2], c = last[-1];
+    if (more_probable(b, a)) std::swap(a, b);
+    if (more_probable(c, b)) std::swap(b, c);
+    if (more_probable(b, a)) std::swap(a, b);
+    const Candidate pivot = b;
+    const auto middle =
+        std::partition(first, last, [&](const Candidate& x) { return !more_probable(pivot, x); });
+    const double upper = lane_sum(middle - first, [&](size_t i) { return first[i].weight; });
+    if (mass_before + upper >= target) {
+      last = middle;
+    } else {
+      mass_before += upper;
+      first = middle;
     }
-    if (middle == end) break;
-    cutoff /= 64;
   }
-  kept_ = sorted;  // rounding kept the mass just below target: keep everything
+  std::sort(first, last, more_probable);
+  for (auto it = first; it != last; ++it) {
+    mass_before += it->weight;
+    if (mass_before >= target) {
+      kept_ = it - begin + 1;
+      return;
+    }
+  }
+  kept_ = last - begin;  // rounding left the mass just below target: keep the rest too
 }
 
 double Sampler::uniform01() {

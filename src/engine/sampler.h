@@ -58,26 +58,30 @@ class Sampler {
     float weight;  // exp((logit - max) / temperature): 1 for the most likely token
   };
 
-  // Copies logits into work_ (NaN -> -inf) and applies the penalties.
+  // Points logits_ at the logits to sample from: the caller's, or a copy in work_ with NaN
+  // replaced by -inf and the penalties applied.
   void prepare(const float* logits, int64_t vocab, const std::vector<int64_t>& prompt_ids,
                const std::vector<int64_t>& generated_ids);
   int64_t argmax() const;
-  // Fills kept_ (a prefix of candidates_) with the tokens that survive top_k, top_p and min_p.
+  // Fills candidates_[0, kept_) with the tokens that survive top_k, top_p and min_p.
   void filter();
   float top_k_threshold();
-  void collect_candidates(float threshold);
-  void keep_nucleus();
+  size_t append_candidates(float low, float high, size_t start);
+  void keep_nucleus(size_t first_index, double mass_before, double target);
+  double kept_mass() const;
   double uniform01();
 
   SamplingParams params_;
   uint64_t seed_ = 0;
   std::mt19937_64 rng_;  // output fully specified by the C++ standard: portable streams
   int64_t vocab_ = 0;
+  const float* logits_ = nullptr;
   std::vector<float> work_;
+  std::vector<float> weights_;
   std::vector<int32_t> counts_;  // scratch, all zero between calls
   std::vector<uint8_t> seen_;    // scratch, all zero between calls
   std::vector<float> heap_;
-  std::vector<Candidate> candidates_;
+  std::vector<Candidate> candidates_;  // vocab + 1 entries, the first kept_ in use
   size_t kept_ = 0;
 };
 

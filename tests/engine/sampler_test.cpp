@@ -116,6 +116,33 @@ TEST(Sampler, TemperatureFrequenciesMatchSoftmax) {
   }
 }
 
+// Probabilities spanning e^-80..1 keep their relative accuracy (the weights use a fast exp).
+TEST(Sampler, ProbabilitiesAreAccurateOverAWideRange) {
+  std::vector<float> logits;
+  for (int i = 0; i < 200; ++i) logits.push_back(-0.4f * static_cast<float>(i) + 3.0f);
+  logits.push_back(-90.0f);  // underflows: dropped
+  SamplingParams p = seeded();
+  Sampler sampler(p);
+  const auto m = as_map(sampler.distribution(logits.data(), 201, kNoIds, kNoIds));
+  const std::vector<double> expected = softmax(logits, 1.0);
+  ASSERT_EQ(m.size(), 200u);
+  for (int64_t i = 0; i < 200; ++i) EXPECT_NEAR(m.at(i) / expected[i], 1.0, 1e-6) << i;
+}
+
+TEST(Sampler, NanIsNeverSampled) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> logits = {nan, 0.0f, -nan, 0.5f, nan, -1.0f};
+  for (int64_t top_k : {0, 2, 600}) {
+    SamplingParams p = seeded();
+    p.top_k = top_k;
+    p.top_p = 0.99f;
+    Sampler sampler(p);
+    std::set<int64_t> seen;
+    for (int i = 0; i < 300; ++i) seen.insert(sampler.sample(logits.data(), 6, kNoIds, kNoIds));
+    EXPECT_EQ(seen, (top_k == 2 ? std::set<int64_t>{1, 3} : std::set<int64_t>{1, 3, 5}));
+  }
+}
+
 TEST(Sampler, TopKOnlyReturnsTheKBest) {
   const int64_t vocab = 1000;
   const std::vector<float> logits = random_logits(vocab, 2.0f, 7);
