@@ -1,9 +1,32 @@
 // qvl: one binary, several subcommands (see DESIGN.md).
+#include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "base/error.h"
+#include "base/log.h"
+#include "cli/gen_model_command.h"
+#include "cli/pull_command.h"
+#include "cli/run_command.h"
+
 int main(int argc, char** argv) {
-  (void)argc;
-  (void)argv;
-  std::puts("qvl");
+  CLI::App app{"qvl: Qwen3-VL vision-language inference on CPUs"};
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "debug, info, warn, error or off");
+  app.parse_complete_callback([&] { qvl::set_log_level(qvl::parse_log_level(log_level)); });
+  qvl::cli::add_run_command(app);
+  qvl::cli::add_gen_model_command(app);
+  qvl::cli::add_pull_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const qvl::Error& e) {
+    std::fprintf(stderr, "qvl: error: %s\n", e.what());
+    return e.code() == qvl::ErrorCode::kInternal ? 70 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "qvl: internal error: %s\n", e.what());
+    return 70;
+  }
   return 0;
 }

@@ -1,0 +1,23 @@
+// Base64 (RFC 4648, standard alphabet) decoding of untrusted input, and data: URIs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qvl {
+
+// Decodes standard base64 (padding optional, no whitespace inside). Throws
+// Error(kInvalidArgument) on any other character or a bad length.
+std::vector<uint8_t> base64_decode(std::string_view text);
+
+struct DataUri {
+  std::string media_type;  // e.g. "image/png" (may be empty)
+  std::vector<uint8_t> bytes;
+};
+
+// Parses "data:[<media type>][;base64],<data>"; only base64 payloads are accepted.
+DataUri parse_data_uri(std::string_view uri);
+
+}  // namespace qvl

@@ -1,0 +1,18 @@
+// `qvl gen-model`: a Hugging Face style Qwen3-VL folder with random bf16 weights, for tests and
+// full-size benchmarks without downloading anything.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace qvl::cli {
+
+void add_gen_model_command(CLI::App& app);
+
+// Writes config.json, generation/preprocessor configs, model.safetensors and copies the
+// tokenizer files (tokenizer.json, tokenizer_config.json, chat_template.json) from
+// tokenizer_dir. preset: tiny, qwen3-vl-2b or qwen3-vl-4b.
+void generate_model(const std::string& preset, const std::string& tokenizer_dir,
+                    const std::string& out_dir, uint64_t seed);
+
+}  // namespace qvl::cli

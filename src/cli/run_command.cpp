@@ -1,0 +1,111 @@
+#include "cli/run_command.h"
+
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "cli/conversation.h"
+#include "cli/sampling_flags.h"
+#include "qvl/engine.h"
+
+namespace qvl::cli {
+namespace {
+
+struct RunOptions {
+  std::string model;
+  std::string prompt;
+  std::string system;
+  std::string messages_file;
+  std::vector<std::string> images;
+  int threads = 0;
+  int64_t image_min_tokens = 0;
+  int64_t image_max_tokens = 0;
+  bool json = false;
+  SamplingFlags sampling;
+};
+
+const char* finish_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+void run(const RunOptions& o) {
+  if (o.messages_file.empty() && o.prompt.empty()) {
+    fail(ErrorCode::kInvalidArgument, "give a prompt, or --messages FILE");
+  }
+  if (!o.messages_file.empty() && (!o.prompt.empty() || !o.images.empty())) {
+    fail(ErrorCode::kInvalidArgument, "--messages cannot be combined with a prompt or --image");
+  }
+  EngineOptions eo;
+  eo.model_dir = o.model;
+  eo.threads = o.threads;
+  eo.image_min_tokens = o.image_min_tokens;
+  eo.image_max_tokens = o.image_max_tokens;
+  auto engine = Engine::load(eo);
+  GenerationRequest req =
+      o.messages_file.empty()
+          ? request_from_question(o.prompt, o.images, o.system, eo.max_image_bytes)
+          : request_from_messages_file(o.messages_file, eo.max_image_bytes);
+  req.sampling = o.sampling.resolve(engine->info().default_sampling);
+
+  TextCallback stream;
+  if (!o.json) {
+    stream = [](const std::string& delta) {
+      std::fwrite(delta.data(), 1, delta.size(), stdout);
+      std::fflush(stdout);
+      return true;
+    };
+  }
+  const GenerationResult r = engine->generate(req, stream);
+  if (!o.json) {
+    std::fputc('\n', stdout);
+    const double tps = r.stats.decode_ms > 0 ? 1000.0 * r.stats.completion_tokens / r.stats.decode_ms : 0;
+    std::fprintf(stderr, "[%lld prompt tokens (%lld image), %lld generated, TTFT %.0f ms, %.1f tok/s]\n",
+                 static_cast<long long>(r.stats.prompt_tokens),
+                 static_cast<long long>(r.stats.image_tokens),
+                 static_cast<long long>(r.stats.completion_tokens), r.stats.ttft_ms, tps);
+    return;
+  }
+  nlohmann::json j;
+  j["prompt_ids"] = r.prompt_ids;
+  j["completion_ids"] = r.completion_ids;
+  j["text"] = r.text;
+  j["finish_reason"] = finish_name(r.finish);
+  j["usage"] = {{"prompt_tokens", r.stats.prompt_tokens},
+                {"image_tokens", r.stats.image_tokens},
+                {"completion_tokens", r.stats.completion_tokens}};
+  j["timings"] = {{"image_ms", r.stats.image_ms},   {"prompt_ms", r.stats.prompt_ms},
+                  {"decode_ms", r.stats.decode_ms}, {"ttft_ms", r.stats.ttft_ms},
+                  {"total_ms", r.stats.total_ms}};
+  // Invalid UTF-8 cannot occur (the detokenizer emits whole characters), but never throw here.
+  std::puts(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto opts = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "Answer one question (optionally about images)");
+  cmd->add_option("-m,--model", opts->model, "Model folder (Hugging Face layout)")->required();
+  cmd->add_option("prompt", opts->prompt, "The question");
+  cmd->add_option("--system", opts->system, "System prompt");
+  cmd->add_option("--image", opts->images, "Image file (repeatable; shown before the question)");
+  cmd->add_option("--messages", opts->messages_file,
+                  "OpenAI-style messages JSON (image parts: file:// paths or data: URIs)");
+  cmd->add_option("--threads", opts->threads, "Threads (default: physical cores)");
+  cmd->add_option("--image-min-tokens", opts->image_min_tokens,
+                  "Fewest tokens per image (1 token = 32x32 px; default 64)");
+  cmd->add_option("--image-max-tokens", opts->image_max_tokens,
+                  "Most tokens per image (default 1024)");
+  cmd->add_flag("--json", opts->json,
+                "Print one JSON object (ids, text, timings) instead of streaming");
+  opts->sampling.add_to(*cmd);
+  cmd->callback([opts] { run(*opts); });
+}
+
+}  // namespace qvl::cli

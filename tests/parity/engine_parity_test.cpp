@@ -1,0 +1,77 @@
+// End to end through the public API: conversation + image files in, prompt ids and greedy
+// tokens out, equal to the goldens (chat template, tokenizer, image decode and preprocessing,
+// vision, prompt assembly, decoding all together).
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "base/mapped_file.h"
+#include "golden.h"
+#include "qvl/engine.h"
+
+namespace qvl::testing {
+namespace {
+
+Engine& engine() {
+  static std::unique_ptr<Engine> e = [] {
+    EngineOptions o;
+    o.model_dir = golden_dir();
+    o.image_min_tokens = 64;  // the reference processor's defaults (65536..16777216 px)
+    o.image_max_tokens = 16384;
+    return Engine::load(o);
+  }();
+  return *e;
+}
+
+GenerationRequest request_for(const GoldenCase& c) {
+  GenerationRequest req;
+  const auto& images = c.manifest["images"];
+  size_t next_image = 0;
+  for (const auto& m : c.manifest["messages"]) {
+    Message msg;
+    msg.role = m["role"].get<std::string>();
+    if (m["content"].is_string()) {
+      msg.parts.push_back({ContentPart::Kind::kText, m["content"].get<std::string>(), -1});
+    } else {
+      msg.content_is_string = false;
+      for (const auto& part : m["content"]) {
+        if (part["type"] == "image") {
+          const MappedFile f(golden_dir() + "/" + images.at(next_image)["file"].get<std::string>());
+          req.images.push_back({std::vector<uint8_t>(f.data(), f.data() + f.size()), 0, 0});
+          msg.parts.push_back({ContentPart::Kind::kImage, "", static_cast<int>(next_image++)});
+        } else {
+          msg.parts.push_back({ContentPart::Kind::kText, part["text"].get<std::string>(), -1});
+        }
+      }
+    }
+    req.messages.push_back(std::move(msg));
+  }
+  req.sampling.temperature = 0;
+  req.sampling.max_tokens = 16;
+  req.sampling.ignore_eos = true;
+  return req;
+}
+
+class EngineParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EngineParity, PromptIdsAndGreedyTokens) {
+  GoldenCase c;
+  for (auto& g : load_golden_cases())
+    if (g.name == GetParam()) c = g;
+  ASSERT_FALSE(c.name.empty());
+  const GenerationResult r = engine().generate(request_for(c));
+  EXPECT_EQ(r.prompt_ids, c.i64("input_ids"));
+  const auto want = c.i64("gen.tokens");
+  const auto margins = c.f32("gen.step_margin");
+  ASSERT_EQ(r.completion_ids.size(), want.size());
+  for (size_t s = 0; s < want.size() && margins[s] >= 1e-3f; ++s) {
+    EXPECT_EQ(r.completion_ids[s], want[s]) << "step " << s;
+  }
+  EXPECT_EQ(r.text, c.manifest["generated_text"].get<std::string>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Golden, EngineParity, ::testing::ValuesIn(golden_case_names()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace qvl::testing
