@@ -18,7 +18,9 @@ template <typename Visit>
 bool for_each_jpeg_segment(const uint8_t* data, size_t size, Visit&& visit) {
   size_t pos = 2;  // after SOI
   while (pos + 2 <= size) {
-    if (data[pos] != 0xFF) return false;
+    // Like libjpeg (and Pillow), skip stray bytes between segments up to the next 0xFF.
+    while (pos < size && data[pos] != 0xFF) ++pos;
+    if (pos + 2 > size) return false;
     while (pos + 1 < size && data[pos + 1] == 0xFF) ++pos;  // fill bytes
     if (pos + 2 > size) return false;
     const uint8_t marker = data[pos + 1];

@@ -72,28 +72,36 @@ struct BmpOptions {
   int bits = 24;  // 24, 32, or 8 (palette)
   bool top_down = false;
   std::vector<uint8_t> palette_bgr = {};  // 8-bit: 3 bytes per entry
+  std::vector<uint8_t> alpha = {};        // 32-bit: per-pixel alpha, written as a V5 header
+                                          // with BI_BITFIELDS and an alpha mask
 };
 
 // bits 24/32: `pixels` is RGB (32-bit writes 0xFF in the unused byte); bits 8: one index each.
 inline Bytes encode_bmp(int width, int height, const Bytes& pixels, const BmpOptions& options) {
   const size_t stride = ((size_t(options.bits) * width + 31) / 32) * 4;
   const uint32_t colors = options.bits == 8 ? uint32_t(options.palette_bgr.size() / 3) : 0;
-  const uint32_t offset = 14 + 40 + colors * 4;
+  const bool v5 = !options.alpha.empty();
+  const uint32_t header = v5 ? 124 : 40;
+  const uint32_t offset = 14 + header + colors * 4;
   Bytes b = {'B', 'M'};
   put_le32(b, uint32_t(offset + stride * height));
   put_le32(b, 0);
   put_le32(b, offset);
-  put_le32(b, 40);
+  put_le32(b, header);
   put_le32(b, uint32_t(width));
   put_le32(b, uint32_t(options.top_down ? -height : height));
   put_le16(b, 1);
   put_le16(b, uint32_t(options.bits));
-  put_le32(b, 0);  // BI_RGB
+  put_le32(b, v5 ? 3 : 0);  // BI_BITFIELDS or BI_RGB
   put_le32(b, uint32_t(stride * height));
   put_le32(b, 2835);
   put_le32(b, 2835);
   put_le32(b, colors);
   put_le32(b, 0);
+  if (v5) {
+    for (uint32_t mask : {0x00FF0000u, 0x0000FF00u, 0x000000FFu, 0xFF000000u}) put_le32(b, mask);
+    b.resize(14 + header, 0);  // colour space and gamma fields left zero
+  }
   for (uint32_t i = 0; i < colors; ++i) {
     b.insert(b.end(), &options.palette_bgr[3 * i], &options.palette_bgr[3 * i] + 3);
     b.push_back(0);
@@ -108,7 +116,7 @@ inline Bytes encode_bmp(int width, int height, const Bytes& pixels, const BmpOpt
       }
       const uint8_t* p = &pixels[(size_t(y) * width + x) * 3];
       b.insert(b.end(), {p[2], p[1], p[0]});
-      if (options.bits == 32) b.push_back(0xFF);
+      if (options.bits == 32) b.push_back(v5 ? options.alpha[size_t(y) * width + x] : 0xFF);
     }
     b.resize(start + stride, 0);
   }

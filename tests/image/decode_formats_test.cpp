@@ -287,6 +287,22 @@ TEST(DecodeBmp, TwentyFourAndThirtyTwoBitBothRowOrders) {
   }
 }
 
+TEST(DecodeBmp, V5BitfieldsWithAlphaMaskIsCompositedOverWhite) {
+  const RgbImage colours = expected_image(kW, kH, [](int x, int y) {
+    return std::array<uint8_t, 3>{sample(x, y, 0), sample(x, y, 1), sample(x, y, 2)};
+  });
+  Bytes alphas;
+  for (int y = 0; y < kH; ++y)
+    for (int x = 0; x < kW; ++x) alphas.push_back(alpha(x, y));
+  const Bytes file = test::encode_bmp(kW, kH, colours.pixels, {.bits = 32, .alpha = alphas});
+  const RgbImage want = expected_image(kW, kH, [](int x, int y) {
+    const uint8_t a = alpha(x, y);
+    return std::array<uint8_t, 3>{over(sample(x, y, 0), a), over(sample(x, y, 1), a),
+                                  over(sample(x, y, 2), a)};
+  });
+  EXPECT_EQ(decode(file).pixels, want.pixels);
+}
+
 TEST(DecodeBmp, EightBitPalette) {
   Bytes palette, indices;
   for (int i = 0; i < 40; ++i) palette.insert(palette.end(), {uint8_t(i), uint8_t(i * 6), 200});

@@ -75,6 +75,15 @@ TEST(DecodeJpeg, ProgressiveDecodesToTheSamePixelsAsBaseline) {
   EXPECT_LT(compare(progressive, source).mean, 3.0);
 }
 
+TEST(DecodeJpeg, StrayBytesBetweenSegmentsAreSkippedLikeLibjpegDoes) {
+  const Bytes clean = test::encode_jpeg(test::make_test_image(24, 16));
+  Bytes junk = clean;
+  const size_t after_app0 = 4 + ((size_t(clean[4]) << 8) | clean[5]);  // SOI + APP0 segment
+  ASSERT_EQ(clean[after_app0], 0xFF);
+  junk.insert(junk.begin() + after_app0, {'x', 'y', 'z'});
+  EXPECT_EQ(decode(junk).pixels, decode(clean).pixels);
+}
+
 TEST(DecodeJpeg, GreyscaleIsReplicatedToThreeChannels) {
   const RgbImage source = test::make_test_image(40, 24);
   const RgbImage decoded = decode(test::encode_jpeg(source, {.quality = 95, .grey = true}));
