@@ -116,6 +116,40 @@ TEST(Sampler, TemperatureFrequenciesMatchSoftmax) {
   }
 }
 
+// Chi-square critical value at p = 0.001 (Wilson-Hilferty approximation).
+double chi_square_limit(double dof) {
+  const double z = 3.09;
+  const double a = 2.0 / (9.0 * dof);
+  return dof * std::pow(1.0 - a + z * std::sqrt(a), 3.0);
+}
+
+// Sampling from hundreds of tokens (the draw skips blocks of candidates) must follow
+// distribution(), with and without filters.
+TEST(Sampler, DrawsFollowTheDistributionOnLargerVocabularies) {
+  const int64_t vocab = 300;
+  const std::vector<float> logits = random_logits(vocab, 0.6f, 21);
+  for (float top_p : {1.0f, 0.8f}) {
+    SamplingParams p = seeded(5);
+    p.temperature = 0.9f;
+    p.top_p = top_p;
+    p.min_p = top_p < 1 ? 0.2f : 0.0f;
+    Sampler sampler(p);
+    const auto expected = as_map(sampler.distribution(logits.data(), vocab, kNoIds, kNoIds));
+    const int draws = 40000;
+    std::map<int64_t, int> counts;
+    for (int i = 0; i < draws; ++i) ++counts[sampler.sample(logits.data(), vocab, kNoIds, kNoIds)];
+    double chi_square = 0;
+    for (const auto& [id, prob] : expected) {
+      const double e = prob * draws;
+      const double c = counts.count(id) ? counts.at(id) : 0;
+      chi_square += (c - e) * (c - e) / e;
+    }
+    for (const auto& [id, c] : counts) ASSERT_TRUE(expected.count(id)) << id;
+    EXPECT_LT(chi_square, chi_square_limit(static_cast<double>(expected.size() - 1)))
+        << "top_p " << top_p << ", " << expected.size() << " tokens";
+  }
+}
+
 // Probabilities spanning e^-80..1 keep their relative accuracy (the weights use a fast exp).
 TEST(Sampler, ProbabilitiesAreAccurateOverAWideRange) {
   std::vector<float> logits;
