@@ -15,26 +15,25 @@ struct SplitPretokenizer::Compiled {
 
 namespace {
 
-// One match-data block per thread and pattern size, so split() never allocates per call.
-struct MatchDataDeleter {
-  void operator()(pcre2_match_data* md) const { pcre2_match_data_free(md); }
+// Per-thread PCRE2 state, so split() never allocates: one match-data block, and a JIT stack
+// (PCRE2's 32 KiB default is too small for long lookahead runs; 1 MiB bounds memory).
+struct ThreadMatchState {
+  pcre2_match_data* match_data = pcre2_match_data_create(1, nullptr);
+  pcre2_jit_stack* jit_stack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, nullptr);
+  pcre2_match_context* jit_context = pcre2_match_context_create(nullptr);
+  ThreadMatchState() { pcre2_jit_stack_assign(jit_context, nullptr, jit_stack); }
+  ~ThreadMatchState() {
+    pcre2_match_context_free(jit_context);
+    pcre2_jit_stack_free(jit_stack);
+    pcre2_match_data_free(match_data);
+  }
+  ThreadMatchState(const ThreadMatchState&) = delete;
+  ThreadMatchState& operator=(const ThreadMatchState&) = delete;
 };
 
-pcre2_match_data* thread_match_data() {
-  thread_local std::unique_ptr<pcre2_match_data, MatchDataDeleter> md(
-      pcre2_match_data_create(1, nullptr));
-  return md.get();
-}
-
-// A small JIT stack is enough for this kind of pattern, but long lookahead runs need more than
-// PCRE2's 32 KiB default; 1 MiB per thread bounds memory.
-pcre2_jit_stack* thread_jit_stack() {
-  struct Holder {
-    pcre2_jit_stack* stack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, nullptr);
-    ~Holder() { pcre2_jit_stack_free(stack); }
-  };
-  thread_local Holder holder;
-  return holder.stack;
+ThreadMatchState& thread_match_state() {
+  thread_local ThreadMatchState state;
+  return state;
 }
 
 size_t utf8_char_length(unsigned char lead) {
@@ -90,16 +89,9 @@ SplitPretokenizer::SplitPretokenizer(SplitPretokenizer&&) noexcept = default;
 SplitPretokenizer& SplitPretokenizer::operator=(SplitPretokenizer&&) noexcept = default;
 
 void SplitPretokenizer::split(std::string_view text, std::vector<std::string_view>& pieces) const {
-  pcre2_match_data* md = thread_match_data();
-  pcre2_match_context* context = nullptr;
-  if (compiled_->jit) {
-    thread_local pcre2_match_context* jit_context = [] {
-      pcre2_match_context* c = pcre2_match_context_create(nullptr);
-      pcre2_jit_stack_assign(c, nullptr, thread_jit_stack());
-      return c;
-    }();
-    context = jit_context;
-  }
+  ThreadMatchState& thread_state = thread_match_state();
+  pcre2_match_data* md = thread_state.match_data;
+  pcre2_match_context* context = compiled_->jit ? thread_state.jit_context : nullptr;
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t gap_start = 0;  // end of the previous match
   size_t offset = 0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "base/error.h"
 #include "tokenizer/byte_level.h"
@@ -175,6 +176,39 @@ TEST(Tokenizer, LongInputsStayLinear) {
   EXPECT_EQ(t.decode(ids), letters);
   const std::string spaces(200000, ' ');
   EXPECT_EQ(t.decode(t.encode(spaces + "x")), spaces + "x");
+}
+
+}  // namespace
+}  // namespace qvl
+
+namespace qvl {
+namespace {
+
+TEST(Tokenizer, ConcurrentEncodingGivesTheSameIds) {
+  const Tokenizer& t = test::qwen3_tokenizer();
+  std::vector<std::string> texts;
+  for (int i = 0; i < 200; ++i) {
+    texts.push_back("word" + std::to_string(i * 7919) + " 你好" + std::to_string(i) +
+                    " caf\xC3\xA9 <|im_end|> \xF0\x9F\x98\x80 x" + std::string(i % 13, 'z'));
+  }
+  std::vector<std::vector<int32_t>> expected;
+  for (const std::string& s : texts) expected.push_back(t.encode(s));
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; ++k) {
+    threads.emplace_back([&, k] {
+      for (int round = 0; round < 5; ++round) {
+        for (size_t i = 0; i < texts.size(); ++i) {
+          if (t.encode(texts[(i + k * 31) % texts.size()]) !=
+              expected[(i + k * 31) % texts.size()]) {
+            ++mismatches[k];
+          }
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(mismatches[k], 0) << "thread " << k;
 }
 
 }  // namespace
