@@ -28,6 +28,13 @@ int64_t parse_size(const std::string& text) {
   return value;
 }
 
+// "https://host:port/some/prefix" -> "https://host:port" (where absolute paths are resolved).
+std::string origin_of(const std::string& url) {
+  const size_t scheme_end = url.find("://");
+  const size_t path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+  return url.substr(0, path_start);
+}
+
 RepoFile parse_sibling(const nlohmann::json& sibling) {
   RepoFile file;
   file.name = sibling.value("rfilename", "");
@@ -114,8 +121,23 @@ RepoFile HubClient::file_metadata(const std::string& repo, const std::string& co
   request.url = file_url(repo, commit, file);
   request.bearer_token = token_;
   request.follow_redirects = false;  // the CDN redirect carries no X-Linked-* headers
-  const HttpResponse response = http_request(request);
-  check_hub_response(response, HubRequestContext{endpoint_, repo, commit, file, !token_.empty()});
+  HttpResponse response = http_request(request);
+  const HubRequestContext context{endpoint_, repo, commit, file, !token_.empty()};
+  check_hub_response(response, context);
+  // Like huggingface_hub, follow only same-host (relative) redirects, e.g. a renamed repository.
+  for (int hops = 0;
+       hops < 5 && response.status >= 300 && response.status < 400 &&
+       response.header("x-linked-etag").empty() && response.header("location").rfind("/", 0) == 0;
+       ++hops) {
+    request.url = origin_of(endpoint_) + response.header("location");
+    response = http_request(request);
+    check_hub_response(response, context);
+  }
+  const std::string served_commit = response.header("x-repo-commit");
+  if (!served_commit.empty() && served_commit != commit) {
+    fail(ErrorCode::kCorrupt,
+         "the hub served " + file + " from commit " + served_commit + " instead of " + commit);
+  }
 
   RepoFile metadata;
   metadata.name = file;

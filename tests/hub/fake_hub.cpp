@@ -128,6 +128,11 @@ void FakeHub::omit_file_metadata(bool omit) {
   omit_metadata_ = omit;
 }
 
+void FakeHub::rename_repo(const std::string& old_repo, const std::string& new_repo) {
+  std::lock_guard lock(mutex_);
+  renamed_[old_repo] = new_repo;
+}
+
 std::vector<FakeRequest> FakeHub::requests() const {
   std::lock_guard lock(mutex_);
   return requests_;
@@ -159,6 +164,15 @@ void FakeHub::install_routes() {
     if (needs_token && req.get_header_value("Authorization") != "Bearer " + token_) {
       send_error(res, 401, "", "Invalid credentials in Authorization header");
       return httplib::Server::HandlerResponse::Handled;
+    }
+    for (const auto& [old_repo, new_repo] : renamed_) {
+      for (const std::string prefix : {"/api/models/", "/"}) {
+        if (req.path.rfind(prefix + old_repo + "/", 0) != 0) continue;
+        res.status = 307;
+        res.set_header("Location",
+                       prefix + new_repo + req.path.substr(prefix.size() + old_repo.size()));
+        return httplib::Server::HandlerResponse::Handled;
+      }
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });

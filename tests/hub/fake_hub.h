@@ -55,6 +55,10 @@ class FakeHub {
   // The listing omits per-file sizes and hashes, so clients must ask with HEAD.
   void omit_file_metadata(bool omit);
 
+  // Requests for `old_repo` get a 307 with a relative Location to `new_repo`, as the hub does
+  // for renamed repositories.
+  void rename_repo(const std::string& old_repo, const std::string& new_repo);
+
   std::vector<FakeRequest> requests() const;
   void clear_requests();
   // Requests for file content (resolve GETs of small files and /cdn/ GETs).
@@ -82,6 +86,7 @@ class FakeHub {
   std::map<std::string, bool> drop_once_;
   std::map<std::string, bool> wrong_sha_;
   bool omit_metadata_ = false;
+  std::map<std::string, std::string> renamed_;  // old repo -> new repo
   std::vector<FakeRequest> requests_;
 };
 

@@ -232,6 +232,15 @@ TEST_F(HubPullTest, ListingWithoutMetadataFallsBackToHeadRequests) {
   EXPECT_EQ(heads, 9);
 }
 
+TEST_F(HubPullTest, RenamedRepositoryIsFollowedOnTheSameHost) {
+  hub_.rename_repo("qvl-test/old-name", kRepo);
+  hub_.omit_file_metadata(true);  // exercises the HEAD path as well as the API redirect
+  const PullResult result = pull_model({"qvl-test/old-name", "main"}, options());
+  const HubCache cache(cache_dir_.path());
+  EXPECT_EQ(result.snapshot_dir, cache.snapshot_dir("qvl-test/old-name", kCommit));
+  EXPECT_EQ(read_whole_file(result.snapshot_dir + "/" + kShard1), file(kShard1).content);
+}
+
 TEST_F(HubPullTest, OfflineUsesCompleteCacheAndExplainsIncompleteOne) {
   ResolveOptions offline = options();
   offline.offline = true;
