@@ -155,7 +155,8 @@ void Server::install_routes() {
   http.set_payload_max_length(options_.max_body_bytes);
   http.set_read_timeout(options_.read_timeout_seconds, 0);
   http.set_write_timeout(options_.write_timeout_seconds, 0);
-  http.set_keep_alive_timeout(3);
+  // Idle keep-alive connections hold a thread and delay shutdown by up to this long.
+  http.set_keep_alive_timeout(std::min(options_.read_timeout_seconds, 3));
   http.set_keep_alive_max_count(1000);
   http.set_tcp_nodelay(true);
 
