@@ -11,8 +11,12 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libssl-dev libcurl4-openssl-dev
   libpcre2-dev libutf8proc-dev libhwy-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev
-  nodejs npm clang libclang-rt-14-dev
+  clang libclang-rt-14-dev
 )
+
+# Node.js (for the test tools) may come from Debian or from NodeSource (which bundles npm and
+# conflicts with Debian's npm package): only install it when it is absent.
+command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(nodejs npm)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
