@@ -5,9 +5,10 @@ import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
-export const QVL_BIN = process.env.QVL_BIN;
-export const MODEL_DIR = process.env.QVL_TEST_MODEL;
-if (!QVL_BIN || !MODEL_DIR) throw new Error('set QVL_BIN and QVL_TEST_MODEL');
+// Usage: node <script>.test.mjs <qvl binary> <model dir> (or QVL_BIN / QVL_TEST_MODEL).
+export const QVL_BIN = process.argv[2] || process.env.QVL_BIN;
+export const MODEL_DIR = process.argv[3] || process.env.QVL_TEST_MODEL;
+if (!QVL_BIN || !MODEL_DIR) throw new Error('usage: node <test>.mjs <qvl binary> <model dir>');
 
 export function imageDataUri(name) {
   const bytes = readFileSync(path.join(MODEL_DIR, 'images', name));

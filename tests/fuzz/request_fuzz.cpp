@@ -1,0 +1,48 @@
+// libFuzzer target: any bytes as a /v1/chat/completions body. Parsing must either produce a
+// request or throw ApiError with a 4xx; nothing else may escape, crash or leak.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "server/access.h"
+#include "server/api_error.h"
+#include "server/chat_request.h"
+#include "server/openai_format.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  qvl::ModelInfo model;
+  model.name = "fuzz";
+  model.context_length = 4096;
+  model.vocab_size = 151936;
+  model.image_min_tokens = 16;
+  model.image_max_tokens = 1024;
+  qvl::server::RequestLimits limits;
+  limits.max_image_bytes = 1 << 16;
+  limits.allow_remote_images = (size & 1) != 0;
+  try {
+    const qvl::server::ChatRequest chat = qvl::server::parse_chat_request(body, model, limits);
+    // Whatever was accepted must be within the limits it was checked against.
+    if (chat.generation.images.size() > limits.max_images) __builtin_trap();
+    int64_t image_tokens = 0;
+    for (const auto& image : chat.generation.images) {
+      if (image.bytes.size() > limits.max_image_bytes) __builtin_trap();
+      image_tokens += image.max_tokens;
+    }
+    if (image_tokens > limits.max_total_image_tokens) __builtin_trap();
+    const auto& sampling = chat.generation.sampling;
+    if (sampling.max_tokens < 1 || sampling.max_tokens > model.context_length) __builtin_trap();
+    // Echoing client text back must not throw (invalid UTF-8 is replaced).
+    for (const auto& message : chat.generation.messages) {
+      for (const auto& part : message.parts) {
+        (void)qvl::server::sse_event({{"content", part.text}});
+      }
+    }
+  } catch (const qvl::server::ApiError& error) {
+    if (error.status() < 400 || error.status() >= 500 || error.message().empty()) __builtin_trap();
+    (void)error.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  (void)qvl::server::authorization_allows(body, "sk-fuzz");
+  (void)qvl::server::cors_headers("http://a", body, true);
+  return 0;
+}
