@@ -59,3 +59,15 @@ test('SIGINT while idle exits 0; a request during loading gets 503', async () =>
   const { code } = await server.exited;
   assert.equal(code, 0);
 });
+
+test('--timeout cancels a request that runs past its deadline', async () => {
+  const server = await startServer(['--timeout', '0.5', '--ctx-size', '200000']);
+  const res = await postJson(server, '/v1/chat/completions', chatBody({ max_tokens: 150000 }));
+  assert.equal(res.status, 504);
+  assert.equal(res.json.error.code, 'timeout');
+  assert.match(res.json.error.message, /--timeout/);
+  const ok = await postJson(server, '/v1/chat/completions', chatBody());
+  assert.equal(ok.status, 200);
+  const { code } = await server.stop();
+  assert.equal(code, 0);
+});
