@@ -163,7 +163,13 @@ void write_json(const std::string& path, const ordered_json& j) {
 }
 
 void copy_file(const std::string& from, const std::string& to) {
-  const std::string data = read_text_file(from);
+  std::string data = read_text_file(from);
+  // A folder copied without symlinks may hold a one-line file naming the real file instead.
+  if (data.size() < 4096 && !data.empty() && data[0] != '{') {
+    std::string target = data.substr(0, data.find_first_of("\r\n"));
+    if (!target.empty() && target[0] != '/') target = from.substr(0, from.find_last_of('/') + 1) + target;
+    data = read_text_file(target);
+  }
   std::ofstream out(to, std::ios::binary);
   out << data;
   if (!out) fail(ErrorCode::kIo, "cannot write '" + to + "'");

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "cli/conversation.h"
 #include "cli/sampling_flags.h"
+#include "hub/model_pull.h"
 #include "qvl/engine.h"
 
 namespace qvl::cli {
@@ -22,6 +23,7 @@ struct RunOptions {
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;
   bool json = false;
+  bool offline = false;
   SamplingFlags sampling;
 };
 
@@ -42,7 +44,9 @@ void run(const RunOptions& o) {
     fail(ErrorCode::kInvalidArgument, "--messages cannot be combined with a prompt or --image");
   }
   EngineOptions eo;
-  eo.model_dir = o.model;
+  hub::ResolveOptions resolve;
+  resolve.offline = o.offline;
+  eo.model_dir = hub::resolve_model(o.model, resolve);
   eo.threads = o.threads;
   eo.image_min_tokens = o.image_min_tokens;
   eo.image_max_tokens = o.image_max_tokens;
@@ -91,10 +95,14 @@ void run(const RunOptions& o) {
 void add_run_command(CLI::App& app) {
   auto opts = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Answer one question (optionally about images)");
-  cmd->add_option("-m,--model", opts->model, "Model folder (Hugging Face layout)")->required();
+  cmd->add_option("-m,--model", opts->model,
+                  "Model folder (Hugging Face layout) or hub id Org/Name[@revision]")
+      ->required();
+  cmd->add_flag("--offline", opts->offline, "Never download (also HF_HUB_OFFLINE=1)");
   cmd->add_option("prompt", opts->prompt, "The question");
   cmd->add_option("--system", opts->system, "System prompt");
-  cmd->add_option("--image", opts->images, "Image file (repeatable; shown before the question)");
+  cmd->add_option("--image", opts->images, "Image file (repeatable; shown before the question)")
+      ->allow_extra_args(false);
   cmd->add_option("--messages", opts->messages_file,
                   "OpenAI-style messages JSON (image parts: file:// paths or data: URIs)");
   cmd->add_option("--threads", opts->threads, "Threads (default: physical cores)");
