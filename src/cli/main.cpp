@@ -7,6 +7,7 @@
 #include "cli/gen_model_command.h"
 #include "cli/pull_command.h"
 #include "cli/run_command.h"
+#include "cli/serve_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"qvl: Qwen3-VL vision-language inference on CPUs"};
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "debug, info, warn, error or off");
   app.parse_complete_callback([&] { qvl::set_log_level(qvl::parse_log_level(log_level)); });
   qvl::cli::add_run_command(app);
+  qvl::cli::add_serve_command(app);
   qvl::cli::add_gen_model_command(app);
   qvl::cli::add_pull_command(app);
   try {
