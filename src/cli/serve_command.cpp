@@ -9,6 +9,8 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/mapped_file.h"
+#include "hub/model_pull.h"
 #include "server/server.h"
 
 namespace qvl::cli {
@@ -20,6 +22,8 @@ struct ServeFlags {
   double max_image_mb = 16;
   bool allow_remote_images = false;
   double remote_timeout_seconds = 10;
+  std::string model_spec = hub::kDefaultModel;
+  bool offline = false;
 };
 
 // Blocks SIGINT/SIGTERM in this thread and every thread it starts later, so that they are
@@ -42,8 +46,22 @@ int run_serve(ServeFlags& flags) {
   options.remote.timeout =
       std::chrono::milliseconds(static_cast<int64_t>(flags.remote_timeout_seconds * 1000));
 
+  // A hub id is resolved (and pulled on first use) by the background loader, so /health
+  // answers "loading" meanwhile; clients see the hub id as the model name.
+  if (options.model_alias.empty() && !file_exists(flags.model_spec)) {
+    options.model_alias = flags.model_spec;
+  }
+  options.engine.model_dir = flags.model_spec;
+  hub::ResolveOptions resolve;
+  resolve.offline = flags.offline;
+  auto loader = [resolve](const EngineOptions& engine_options) {
+    EngineOptions resolved = engine_options;
+    resolved.model_dir = hub::resolve_model(engine_options.model_dir, resolve);
+    return Engine::load(resolved);
+  };
+
   const sigset_t signals = block_stop_signals();
-  server::Server server(options);
+  server::Server server(options, loader);
   const int port = server.bind();
   // Scripts (and tests using --port 0) read the address from this line.
   std::printf("qvl serve: listening on http://%s:%d\n", options.host.c_str(), port);
@@ -82,8 +100,10 @@ void add_serve_command(CLI::App& app) {
       "serve",
       "OpenAI-compatible vision chat server (POST /v1/chat/completions, GET /v1/models, "
       "POST /tokenize, GET /health, GET /metrics)");
-  serve->add_option("-m,--model", o.engine.model_dir, "Model folder (Hugging Face layout)")
-      ->required();
+  serve->add_option("-m,--model", flags->model_spec,
+                    "Model folder, pre-packed file or hub id Org/Name[@revision]")
+      ->capture_default_str();
+  serve->add_flag("--offline", flags->offline, "Never download (also HF_HUB_OFFLINE=1)");
   serve->add_option("--host", o.host, "Address to listen on")->capture_default_str();
   serve->add_option("--port", o.port, "Port; 0 picks a free one (printed on stdout)")
       ->capture_default_str()
