@@ -11,7 +11,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libssl-dev libcurl4-openssl-dev
   libpcre2-dev libutf8proc-dev libhwy-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev chromium
 )
 
 # Node.js (for the test tools) may come from Debian or from NodeSource (which bundles npm and
