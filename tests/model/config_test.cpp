@@ -1,0 +1,90 @@
+#include "model/config.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+
+namespace qvl {
+namespace {
+
+const std::string kTiny = std::string(QVL_TESTDATA_DIR) + "/qwen3vl-tiny-a";
+
+nlohmann::json tiny_config() { return nlohmann::json::parse(read_text_file(kTiny + "/config.json")); }
+
+std::string error_of(const nlohmann::json& j) {
+  try {
+    parse_model_config(j.dump(), "config.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, ParsesTinyModel) {
+  const ModelConfig c = load_model_config(kTiny);
+  EXPECT_EQ(c.text.hidden_size, 64);
+  EXPECT_EQ(c.text.num_layers, 4);
+  EXPECT_EQ(c.text.num_kv_heads, 2);
+  EXPECT_EQ(c.text.head_dim, 16);
+  EXPECT_EQ(c.text.mrope_section, (std::array<int64_t, 3>{4, 2, 2}));
+  EXPECT_TRUE(c.text.mrope_interleaved);
+  EXPECT_DOUBLE_EQ(c.text.rope_theta, 5e6);
+  EXPECT_EQ(c.vision.deepstack_visual_indexes, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(c.vision.num_position_embeddings, 2304);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.image_token_id, 151655);
+  const GenerationConfig g = load_generation_config(kTiny);
+  EXPECT_EQ(g.eos_token_ids, (std::vector<int64_t>{151645, 151643}));
+  EXPECT_FALSE(g.do_sample);
+}
+
+TEST(Config, TieFlagFromTopLevelOrTextConfig) {
+  auto j = tiny_config();
+  j["tie_word_embeddings"] = false;
+  EXPECT_FALSE(parse_model_config(j.dump(), "c").tie_word_embeddings);
+  j.erase("tie_word_embeddings");
+  EXPECT_TRUE(parse_model_config(j.dump(), "c").tie_word_embeddings);  // text_config says true
+}
+
+TEST(Config, ClearErrors) {
+  auto j = tiny_config();
+  j["architectures"] = {"LlamaForCausalLM"};
+  EXPECT_NE(error_of(j).find("unsupported architecture"), std::string::npos);
+  j = tiny_config();
+  j["text_config"].erase("hidden_size");
+  EXPECT_NE(error_of(j).find("text_config.hidden_size"), std::string::npos);
+  j = tiny_config();
+  j["text_config"]["rope_scaling"]["mrope_section"] = {4, 2};
+  EXPECT_NE(error_of(j).find("mrope_section"), std::string::npos);
+  j = tiny_config();
+  j["text_config"]["num_key_value_heads"] = 3;
+  EXPECT_NE(error_of(j).find("num_key_value_heads"), std::string::npos);
+  j = tiny_config();
+  j["vision_config"]["deepstack_visual_indexes"] = {0, 9};
+  EXPECT_NE(error_of(j).find("deepstack_visual_indexes"), std::string::npos);
+  j = tiny_config();
+  j["vision_config"]["num_position_embeddings"] = 2300;
+  EXPECT_NE(error_of(j).find("perfect square"), std::string::npos);
+  j = tiny_config();
+  j["text_config"]["hidden_size"] = "64";
+  EXPECT_NE(error_of(j).find("integer"), std::string::npos);
+  EXPECT_NE(error_of(nlohmann::json::array()).find("object"), std::string::npos);
+  EXPECT_THROW(parse_model_config("{", "c"), Error);
+}
+
+TEST(Config, GenerationConfigVariants) {
+  EXPECT_EQ(parse_generation_config(R"({"eos_token_id": 7})", "g").eos_token_ids,
+            (std::vector<int64_t>{7}));
+  const GenerationConfig g = parse_generation_config(
+      R"({"do_sample": true, "temperature": 0.7, "top_p": 0.8, "top_k": 20})", "g");
+  EXPECT_TRUE(g.do_sample);
+  EXPECT_FLOAT_EQ(g.temperature, 0.7f);
+  EXPECT_EQ(g.top_k, 20);
+  EXPECT_THROW(parse_generation_config(R"({"top_k": "x"})", "g"), Error);
+}
+
+}  // namespace
+}  // namespace qvl

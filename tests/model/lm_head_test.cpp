@@ -1,0 +1,75 @@
+// Untied checkpoints: a separate lm_head.weight is used unless the config ties the embeddings.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "base/half.h"
+#include "base/mapped_file.h"
+#include "model/config.h"
+#include "model/safetensors_writer.h"
+#include "model/text_decoder.h"
+
+namespace qvl {
+namespace {
+
+const std::string kTiny = std::string(QVL_TESTDATA_DIR) + "/qwen3vl-tiny-a";
+
+// Copies every tensor of the tiny model and adds lm_head.weight = 2 * embed_tokens (exact in bf16).
+void write_untied_copy(const std::string& dir) {
+  const WeightStore src = WeightStore::open_folder(kTiny);
+  std::vector<TensorSpec> specs;
+  for (const auto& name : src.names()) {
+    const TensorView* t = &src.get(name);
+    specs.push_back({name, t->dtype, t->shape, [t](int64_t off, int64_t n, uint8_t* out) {
+                       const size_t es = dtype_size(t->dtype);
+                       std::memcpy(out, t->data + off * es, n * es);
+                     }});
+  }
+  const TensorView* embed = &src.get("model.language_model.embed_tokens.weight");
+  specs.push_back({"lm_head.weight", DType::kBF16, embed->shape,
+                   [embed](int64_t off, int64_t n, uint8_t* out) {
+                     const auto* in = reinterpret_cast<const uint16_t*>(embed->data) + off;
+                     auto* o = reinterpret_cast<uint16_t*>(out);
+                     for (int64_t i = 0; i < n; ++i) o[i] = f32_to_bf16(2 * bf16_to_f32(in[i]));
+                   }});
+  write_safetensors(dir + "/model.safetensors", specs);
+}
+
+std::vector<float> last_logits(const ModelConfig& config, const WeightStore& store) {
+  const TextWeights w = load_text_weights(config, store);
+  TextDecoder decoder(config.text, w);
+  KVCache cache = decoder.new_cache();
+  const std::vector<int64_t> ids = {151644, 872, 198, 9707, 151645};
+  const int64_t n = static_cast<int64_t>(ids.size()), h = config.text.hidden_size;
+  std::vector<int64_t> pos(3 * n);
+  for (int64_t d = 0; d < 3; ++d)
+    for (int64_t i = 0; i < n; ++i) pos[d * n + i] = i;
+  std::vector<float> x(n * h), out(n * h), logits(config.text.vocab_size);
+  decoder.embed(ids.data(), n, x.data());
+  decoder.forward(x.data(), n, pos.data(), cache, nullptr, out.data());
+  decoder.logits(out.data() + (n - 1) * h, 1, logits.data());
+  return logits;
+}
+
+TEST(LmHead, UntiedHeadIsUsedAndTiedConfigIgnoresIt) {
+  const std::string dir = ::testing::TempDir() + "/qvl_untied";
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  write_untied_copy(dir);
+  const WeightStore untied_store = WeightStore::open_folder(dir);
+  const WeightStore tied_store = WeightStore::open_folder(kTiny);
+  ModelConfig config = load_model_config(kTiny);
+  const std::vector<float> tied = last_logits(config, tied_store);
+
+  config.tie_word_embeddings = false;
+  const std::vector<float> untied = last_logits(config, untied_store);
+  for (size_t i = 0; i < tied.size(); i += 97) ASSERT_FLOAT_EQ(untied[i], 2 * tied[i]) << i;
+
+  // A tied config uses the embedding even when a head tensor exists (as transformers does).
+  config.tie_word_embeddings = true;
+  const std::vector<float> tied_again = last_logits(config, untied_store);
+  for (size_t i = 0; i < tied.size(); i += 97) ASSERT_FLOAT_EQ(tied_again[i], tied[i]) << i;
+}
+
+}  // namespace
+}  // namespace qvl
