@@ -69,10 +69,10 @@ struct GenerationStats {
   int64_t prompt_tokens = 0;
   int64_t image_tokens = 0;
   int64_t completion_tokens = 0;
-  double image_ms = 0;    // decode + preprocess + vision tower
-  double prompt_ms = 0;   // prefill of the text decoder
-  double decode_ms = 0;   // token generation after the first token
-  double ttft_ms = 0;     // from the call to the first generated token
+  double image_ms = 0;   // decode + preprocess + vision tower
+  double prompt_ms = 0;  // prefill of the text decoder
+  double decode_ms = 0;  // token generation after the first token
+  double ttft_ms = 0;    // from the call to the first generated token
   double total_ms = 0;
 };
 

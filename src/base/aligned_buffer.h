@@ -21,7 +21,8 @@ class AlignedBuffer {
   explicit AlignedBuffer(size_t count) { resize(count); }
   ~AlignedBuffer() { std::free(data_); }
   AlignedBuffer(AlignedBuffer&& o) noexcept
-      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
+      : data_(std::exchange(o.data_, nullptr)),
+        size_(std::exchange(o.size_, 0)),
         capacity_(std::exchange(o.capacity_, 0)) {}
   AlignedBuffer& operator=(AlignedBuffer&& o) noexcept {
     std::swap(data_, o.data_);

@@ -16,8 +16,8 @@ std::vector<uint8_t> base64_decode(std::string_view text) {
   for (size_t i = 0; i < padded.size(); ++i) {
     const char c = padded[i];
     const bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    const bool pad_ok = c == '=' && i + 2 >= padded.size() &&
-                        (i + 1 == padded.size() || padded[i + 1] == '=');
+    const bool pad_ok =
+        c == '=' && i + 2 >= padded.size() && (i + 1 == padded.size() || padded[i + 1] == '=');
     if (!alnum && c != '+' && c != '/' && !pad_ok) {
       fail(ErrorCode::kInvalidArgument,
            "base64 data contains an invalid character at offset " + std::to_string(i));

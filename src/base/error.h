@@ -36,10 +36,9 @@ class Error : public std::runtime_error {
 }  // namespace qvl
 
 // Internal invariant check that stays on in release builds; failures are bugs, not user errors.
-#define QVL_CHECK(cond)                                                                  \
-  do {                                                                                   \
-    if (!(cond))                                                                         \
-      ::qvl::fail(::qvl::ErrorCode::kInternal,                                           \
-                  std::string("check failed: " #cond " at ") + __FILE__ + ":" +          \
-                      std::to_string(__LINE__));                                         \
+#define QVL_CHECK(cond)                                                                        \
+  do {                                                                                         \
+    if (!(cond))                                                                               \
+      ::qvl::fail(::qvl::ErrorCode::kInternal, std::string("check failed: " #cond " at ") +    \
+                                                   __FILE__ + ":" + std::to_string(__LINE__)); \
   } while (0)

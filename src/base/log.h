@@ -33,7 +33,7 @@ class LogLine {
 
 }  // namespace qvl
 
-#define QVL_LOG(level)                                                 \
-  if (::qvl::LogLevel::level < ::qvl::log_level()) {                   \
-  } else                                                               \
+#define QVL_LOG(level)                               \
+  if (::qvl::LogLevel::level < ::qvl::log_level()) { \
+  } else                                             \
     ::qvl::detail::LogLine(::qvl::LogLevel::level)

@@ -39,9 +39,13 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   ::close(fd);
 }
 
-MappedFile::~MappedFile() { release(); }
+MappedFile::~MappedFile() {
+  release();
+}
 
-MappedFile::MappedFile(MappedFile&& other) noexcept { *this = std::move(other); }
+MappedFile::MappedFile(MappedFile&& other) noexcept {
+  *this = std::move(other);
+}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
@@ -64,8 +68,7 @@ void MappedFile::release() {
 std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    fail(file_exists(path) ? ErrorCode::kIo : ErrorCode::kNotFound,
-         "cannot read '" + path + "'");
+    fail(file_exists(path) ? ErrorCode::kIo : ErrorCode::kNotFound, "cannot read '" + path + "'");
   }
   std::ostringstream ss;
   ss << in.rdbuf();

@@ -14,9 +14,8 @@ using json = nlohmann::json;
 std::vector<uint8_t> read_image(const std::string& path, size_t max_bytes) {
   const MappedFile file(path);
   if (file.size() > max_bytes) {
-    fail(ErrorCode::kResourceExhausted, "image '" + path + "' is " +
-                                            std::to_string(file.size()) + " bytes; the limit is " +
-                                            std::to_string(max_bytes));
+    fail(ErrorCode::kResourceExhausted, "image '" + path + "' is " + std::to_string(file.size()) +
+                                            " bytes; the limit is " + std::to_string(max_bytes));
   }
   return std::vector<uint8_t>(file.data(), file.data() + file.size());
 }
@@ -27,8 +26,9 @@ std::vector<uint8_t> load_image_reference(const std::string& ref, const std::str
   std::string path = ref;
   if (path.rfind("file://", 0) == 0) path = path.substr(7);
   if (path.rfind("http://", 0) == 0 || path.rfind("https://", 0) == 0) {
-    fail(ErrorCode::kUnsupported, "remote image '" + ref + "': qvl run reads local files and "
-                                  "data: URIs only; download the image first");
+    fail(ErrorCode::kUnsupported, "remote image '" + ref +
+                                      "': qvl run reads local files and "
+                                      "data: URIs only; download the image first");
   }
   if (!path.empty() && path[0] != '/' && !base_dir.empty()) path = base_dir + "/" + path;
   return read_image(path, max_bytes);
@@ -72,7 +72,8 @@ GenerationRequest request_from_messages_file(const std::string& path, size_t max
     msg.role = m["role"].get<std::string>();
     const json content = m.contains("content") ? m["content"] : json("");
     if (content.is_string() || content.is_null()) {
-      msg.parts.push_back({ContentPart::Kind::kText, content.is_string() ? content.get<std::string>() : "", -1});
+      msg.parts.push_back(
+          {ContentPart::Kind::kText, content.is_string() ? content.get<std::string>() : "", -1});
     } else if (content.is_array()) {
       msg.content_is_string = false;
       for (const json& part : content) {

@@ -43,28 +43,50 @@ constexpr int64_t kVocab = 151936;
 
 ordered_json config_json(const Preset& p) {
   ordered_json text = {
-      {"attention_bias", false}, {"attention_dropout", 0.0}, {"bos_token_id", 151643},
-      {"dtype", "bfloat16"}, {"eos_token_id", 151645}, {"head_dim", p.head_dim},
-      {"hidden_act", "silu"}, {"hidden_size", p.hidden}, {"initializer_range", 0.02},
-      {"intermediate_size", p.ff}, {"max_position_embeddings", 262144},
-      {"model_type", "qwen3_vl_text"}, {"num_attention_heads", p.heads},
-      {"num_hidden_layers", p.layers}, {"num_key_value_heads", p.kv_heads},
+      {"attention_bias", false},
+      {"attention_dropout", 0.0},
+      {"bos_token_id", 151643},
+      {"dtype", "bfloat16"},
+      {"eos_token_id", 151645},
+      {"head_dim", p.head_dim},
+      {"hidden_act", "silu"},
+      {"hidden_size", p.hidden},
+      {"initializer_range", 0.02},
+      {"intermediate_size", p.ff},
+      {"max_position_embeddings", 262144},
+      {"model_type", "qwen3_vl_text"},
+      {"num_attention_heads", p.heads},
+      {"num_hidden_layers", p.layers},
+      {"num_key_value_heads", p.kv_heads},
       {"rms_norm_eps", 1e-6},
-      {"rope_scaling", {{"mrope_interleaved", true}, {"mrope_section", p.mrope},
-                        {"rope_type", "default"}}},
-      {"rope_theta", 5000000.0}, {"tie_word_embeddings", true}, {"use_cache", true},
+      {"rope_scaling",
+       {{"mrope_interleaved", true}, {"mrope_section", p.mrope}, {"rope_type", "default"}}},
+      {"rope_theta", 5000000.0},
+      {"tie_word_embeddings", true},
+      {"use_cache", true},
       {"vocab_size", kVocab}};
-  ordered_json vision = {
-      {"deepstack_visual_indexes", p.deepstack}, {"depth", p.v_depth},
-      {"hidden_act", "gelu_pytorch_tanh"}, {"hidden_size", p.v_hidden}, {"in_channels", 3},
-      {"initializer_range", 0.02}, {"intermediate_size", p.v_ff}, {"model_type", "qwen3_vl"},
-      {"num_heads", p.v_heads}, {"num_position_embeddings", 2304},
-      {"out_hidden_size", p.hidden}, {"patch_size", 16}, {"spatial_merge_size", 2},
-      {"temporal_patch_size", 2}};
+  ordered_json vision = {{"deepstack_visual_indexes", p.deepstack},
+                         {"depth", p.v_depth},
+                         {"hidden_act", "gelu_pytorch_tanh"},
+                         {"hidden_size", p.v_hidden},
+                         {"in_channels", 3},
+                         {"initializer_range", 0.02},
+                         {"intermediate_size", p.v_ff},
+                         {"model_type", "qwen3_vl"},
+                         {"num_heads", p.v_heads},
+                         {"num_position_embeddings", 2304},
+                         {"out_hidden_size", p.hidden},
+                         {"patch_size", 16},
+                         {"spatial_merge_size", 2},
+                         {"temporal_patch_size", 2}};
   return {{"architectures", {"Qwen3VLForConditionalGeneration"}},
-          {"image_token_id", 151655}, {"model_type", "qwen3_vl"}, {"text_config", text},
-          {"tie_word_embeddings", true}, {"video_token_id", 151656},
-          {"vision_config", vision}, {"vision_end_token_id", 151653},
+          {"image_token_id", 151655},
+          {"model_type", "qwen3_vl"},
+          {"text_config", text},
+          {"tie_word_embeddings", true},
+          {"video_token_id", 151656},
+          {"vision_config", vision},
+          {"vision_end_token_id", 151653},
           {"vision_start_token_id", 151652}};
 }
 
@@ -84,15 +106,18 @@ TensorSpec random_tensor(const std::string& name, std::vector<int64_t> shape, fl
   TensorSpec t{name, DType::kBF16, std::move(shape), {}};
   t.fill = [h, mean, spread](int64_t offset, int64_t count, uint8_t* out) {
     auto* dst = reinterpret_cast<uint16_t*>(out);
-    ThreadPool::global().parallel_for(static_cast<size_t>(count), [&](size_t b, size_t e) {
-      for (size_t i = b; i < e; ++i) {
-        // Sum of two uniforms: a cheap bell-shaped value in [-1, 1).
-        const uint64_t r = mix(h + static_cast<uint64_t>(offset) + i);
-        const float u = static_cast<float>(r >> 40) / 16777216.0f;
-        const float v = static_cast<float>((r >> 16) & 0xffffff) / 16777216.0f;
-        dst[i] = f32_to_bf16(mean + spread * (u + v - 1.0f));
-      }
-    }, 4096);
+    ThreadPool::global().parallel_for(
+        static_cast<size_t>(count),
+        [&](size_t b, size_t e) {
+          for (size_t i = b; i < e; ++i) {
+            // Sum of two uniforms: a cheap bell-shaped value in [-1, 1).
+            const uint64_t r = mix(h + static_cast<uint64_t>(offset) + i);
+            const float u = static_cast<float>(r >> 40) / 16777216.0f;
+            const float v = static_cast<float>((r >> 16) & 0xffffff) / 16777216.0f;
+            dst[i] = f32_to_bf16(mean + spread * (u + v - 1.0f));
+          }
+        },
+        4096);
   };
   return t;
 }
@@ -167,7 +192,8 @@ void copy_file(const std::string& from, const std::string& to) {
   // A folder copied without symlinks may hold a one-line file naming the real file instead.
   if (data.size() < 4096 && !data.empty() && data[0] != '{') {
     std::string target = data.substr(0, data.find_first_of("\r\n"));
-    if (!target.empty() && target[0] != '/') target = from.substr(0, from.find_last_of('/') + 1) + target;
+    if (!target.empty() && target[0] != '/')
+      target = from.substr(0, from.find_last_of('/') + 1) + target;
     data = read_text_file(target);
   }
   std::ofstream out(to, std::ios::binary);
@@ -185,13 +211,17 @@ void generate_model(const std::string& preset_name, const std::string& tokenizer
   }
   ::mkdir(out_dir.c_str(), 0755);
   write_json(out_dir + "/config.json", config_json(p));
-  write_json(out_dir + "/generation_config.json",
-             {{"bos_token_id", 151643}, {"do_sample", false}, {"eos_token_id", {151645, 151643}},
-              {"pad_token_id", 151643}});
+  write_json(out_dir + "/generation_config.json", {{"bos_token_id", 151643},
+                                                   {"do_sample", false},
+                                                   {"eos_token_id", {151645, 151643}},
+                                                   {"pad_token_id", 151643}});
   write_json(out_dir + "/preprocessor_config.json",
              {{"size", {{"longest_edge", 16777216}, {"shortest_edge", 65536}}},
-              {"patch_size", 16}, {"temporal_patch_size", 2}, {"merge_size", 2},
-              {"image_mean", {0.5, 0.5, 0.5}}, {"image_std", {0.5, 0.5, 0.5}},
+              {"patch_size", 16},
+              {"temporal_patch_size", 2},
+              {"merge_size", 2},
+              {"image_mean", {0.5, 0.5, 0.5}},
+              {"image_std", {0.5, 0.5, 0.5}},
               {"processor_class", "Qwen3VLProcessor"},
               {"image_processor_type", "Qwen2VLImageProcessorFast"}});
   for (const char* f : {"tokenizer.json", "tokenizer_config.json", "chat_template.json"}) {

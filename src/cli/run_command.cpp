@@ -29,9 +29,12 @@ struct RunOptions {
 
 const char* finish_name(FinishReason r) {
   switch (r) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }
@@ -68,11 +71,12 @@ void run(const RunOptions& o) {
   const GenerationResult r = engine->generate(req, stream);
   if (!o.json) {
     std::fputc('\n', stdout);
-    const double tps = r.stats.decode_ms > 0 ? 1000.0 * r.stats.completion_tokens / r.stats.decode_ms : 0;
-    std::fprintf(stderr, "[%lld prompt tokens (%lld image), %lld generated, TTFT %.0f ms, %.1f tok/s]\n",
-                 static_cast<long long>(r.stats.prompt_tokens),
-                 static_cast<long long>(r.stats.image_tokens),
-                 static_cast<long long>(r.stats.completion_tokens), r.stats.ttft_ms, tps);
+    const double tps =
+        r.stats.decode_ms > 0 ? 1000.0 * r.stats.completion_tokens / r.stats.decode_ms : 0;
+    std::fprintf(
+        stderr, "[%lld prompt tokens (%lld image), %lld generated, TTFT %.0f ms, %.1f tok/s]\n",
+        static_cast<long long>(r.stats.prompt_tokens), static_cast<long long>(r.stats.image_tokens),
+        static_cast<long long>(r.stats.completion_tokens), r.stats.ttft_ms, tps);
     return;
   }
   nlohmann::json j;
@@ -83,8 +87,10 @@ void run(const RunOptions& o) {
   j["usage"] = {{"prompt_tokens", r.stats.prompt_tokens},
                 {"image_tokens", r.stats.image_tokens},
                 {"completion_tokens", r.stats.completion_tokens}};
-  j["timings"] = {{"image_ms", r.stats.image_ms},   {"prompt_ms", r.stats.prompt_ms},
-                  {"decode_ms", r.stats.decode_ms}, {"ttft_ms", r.stats.ttft_ms},
+  j["timings"] = {{"image_ms", r.stats.image_ms},
+                  {"prompt_ms", r.stats.prompt_ms},
+                  {"decode_ms", r.stats.decode_ms},
+                  {"ttft_ms", r.stats.ttft_ms},
                   {"total_ms", r.stats.total_ms}};
   // Invalid UTF-8 cannot occur (the detokenizer emits whole characters), but never throw here.
   std::puts(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());

@@ -12,8 +12,8 @@ void SamplingFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--frequency-penalty", frequency_penalty, "OpenAI frequency penalty [-2, 2]");
   cmd.add_option("--seed", seed, "Random seed (same seed, same output)");
   cmd.add_option("--stop", stop, "Stop string (repeatable)")->allow_extra_args(false);
-  cmd.add_option("--max-tokens", max_tokens, "Maximum tokens to generate")->check(
-      CLI::PositiveNumber);
+  cmd.add_option("--max-tokens", max_tokens, "Maximum tokens to generate")
+      ->check(CLI::PositiveNumber);
   cmd.add_flag("--ignore-eos", ignore_eos, "Keep generating past end-of-sequence tokens");
 }
 

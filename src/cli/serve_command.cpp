@@ -100,8 +100,9 @@ void add_serve_command(CLI::App& app) {
       "serve",
       "OpenAI-compatible vision chat server (POST /v1/chat/completions, GET /v1/models, "
       "POST /tokenize, GET /health, GET /metrics)");
-  serve->add_option("-m,--model", flags->model_spec,
-                    "Model folder, pre-packed file or hub id Org/Name[@revision]")
+  serve
+      ->add_option("-m,--model", flags->model_spec,
+                   "Model folder, pre-packed file or hub id Org/Name[@revision]")
       ->capture_default_str();
   serve->add_flag("--offline", flags->offline, "Never download (also HF_HUB_OFFLINE=1)");
   serve->add_option("--host", o.host, "Address to listen on")->capture_default_str();

@@ -175,8 +175,9 @@ ModelConfig parse_model_config(const std::string& text, const std::string& origi
     fail(ErrorCode::kInvalidArgument, origin + ": more DeepStack layers than text layers");
   }
   // The top-level flag is what transformers uses; older exports only set it in text_config.
-  c.tie_word_embeddings = r.has("tie_word_embeddings") ? r.boolean("tie_word_embeddings", false)
-                                                       : text_r.boolean("tie_word_embeddings", false);
+  c.tie_word_embeddings = r.has("tie_word_embeddings")
+                              ? r.boolean("tie_word_embeddings", false)
+                              : text_r.boolean("tie_word_embeddings", false);
   c.image_token_id = r.integer("image_token_id");
   c.video_token_id = r.has("video_token_id") ? r.integer("video_token_id") : -1;
   c.vision_start_token_id = r.integer("vision_start_token_id");

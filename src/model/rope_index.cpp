@@ -35,8 +35,8 @@ RopePositions compute_rope_positions(const std::vector<int64_t>& ids,
     if (i + count > n) fail(ErrorCode::kInvalidArgument, "image pad run is shorter than its grid");
     for (int64_t k = 0; k < count; ++k) {
       if (ids[i + k] != image_token_id) {
-        fail(ErrorCode::kInvalidArgument, "image pad run " + std::to_string(image) +
-                                              " has fewer pads than its grid needs");
+        fail(ErrorCode::kInvalidArgument,
+             "image pad run " + std::to_string(image) + " has fewer pads than its grid needs");
       }
       const int64_t tt = k / (gh * gw), row = (k / gw) % gh, col = k % gw;
       out.pos[0 * n + i + k] = next + tt;

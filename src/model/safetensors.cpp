@@ -20,8 +20,8 @@ constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
 
 DType parse_dtype(const std::string& s, const std::string& where) {
   static const std::map<std::string, DType> kNames = {
-      {"F64", DType::kF64}, {"F32", DType::kF32}, {"F16", DType::kF16}, {"BF16", DType::kBF16},
-      {"I64", DType::kI64}, {"I32", DType::kI32}, {"I16", DType::kI16}, {"I8", DType::kI8},
+      {"F64", DType::kF64}, {"F32", DType::kF32},  {"F16", DType::kF16}, {"BF16", DType::kBF16},
+      {"I64", DType::kI64}, {"I32", DType::kI32},  {"I16", DType::kI16}, {"I8", DType::kI8},
       {"U8", DType::kU8},   {"BOOL", DType::kBool}};
   auto it = kNames.find(s);
   if (it == kNames.end()) fail(ErrorCode::kUnsupported, where + ": unsupported dtype '" + s + "'");
@@ -36,26 +36,46 @@ DType parse_dtype(const std::string& s, const std::string& where) {
 
 const char* dtype_name(DType d) {
   switch (d) {
-    case DType::kF64: return "F64";
-    case DType::kF32: return "F32";
-    case DType::kF16: return "F16";
-    case DType::kBF16: return "BF16";
-    case DType::kI64: return "I64";
-    case DType::kI32: return "I32";
-    case DType::kI16: return "I16";
-    case DType::kI8: return "I8";
-    case DType::kU8: return "U8";
-    case DType::kBool: return "BOOL";
+    case DType::kF64:
+      return "F64";
+    case DType::kF32:
+      return "F32";
+    case DType::kF16:
+      return "F16";
+    case DType::kBF16:
+      return "BF16";
+    case DType::kI64:
+      return "I64";
+    case DType::kI32:
+      return "I32";
+    case DType::kI16:
+      return "I16";
+    case DType::kI8:
+      return "I8";
+    case DType::kU8:
+      return "U8";
+    case DType::kBool:
+      return "BOOL";
   }
   return "?";
 }
 
 size_t dtype_size(DType d) {
   switch (d) {
-    case DType::kF64: case DType::kI64: return 8;
-    case DType::kF32: case DType::kI32: return 4;
-    case DType::kF16: case DType::kBF16: case DType::kI16: return 2;
-    case DType::kI8: case DType::kU8: case DType::kBool: return 1;
+    case DType::kF64:
+    case DType::kI64:
+      return 8;
+    case DType::kF32:
+    case DType::kI32:
+      return 4;
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kI16:
+      return 2;
+    case DType::kI8:
+    case DType::kU8:
+    case DType::kBool:
+      return 1;
   }
   return 0;
 }
@@ -85,7 +105,9 @@ std::vector<float> TensorView::to_f32() const {
   const size_t n = static_cast<size_t>(numel());
   std::vector<float> out(n);
   switch (dtype) {
-    case DType::kF32: std::memcpy(out.data(), data, n * 4); break;
+    case DType::kF32:
+      std::memcpy(out.data(), data, n * 4);
+      break;
     case DType::kBF16:
     case DType::kF16:
       for (size_t i = 0; i < n; ++i) {
@@ -113,14 +135,31 @@ std::vector<int64_t> TensorView::to_i64() const {
   std::vector<int64_t> out(n);
   for (size_t i = 0; i < n; ++i) {
     switch (dtype) {
-      case DType::kI64: std::memcpy(&out[i], data + 8 * i, 8); break;
-      case DType::kI32: { int32_t v; std::memcpy(&v, data + 4 * i, 4); out[i] = v; break; }
-      case DType::kI16: { int16_t v; std::memcpy(&v, data + 2 * i, 2); out[i] = v; break; }
-      case DType::kI8: out[i] = static_cast<int8_t>(data[i]); break;
-      case DType::kU8: case DType::kBool: out[i] = data[i]; break;
+      case DType::kI64:
+        std::memcpy(&out[i], data + 8 * i, 8);
+        break;
+      case DType::kI32: {
+        int32_t v;
+        std::memcpy(&v, data + 4 * i, 4);
+        out[i] = v;
+        break;
+      }
+      case DType::kI16: {
+        int16_t v;
+        std::memcpy(&v, data + 2 * i, 2);
+        out[i] = v;
+        break;
+      }
+      case DType::kI8:
+        out[i] = static_cast<int8_t>(data[i]);
+        break;
+      case DType::kU8:
+      case DType::kBool:
+        out[i] = data[i];
+        break;
       default:
-        fail(ErrorCode::kUnsupported, "tensor '" + name + "' has dtype " + dtype_name(dtype) +
-                                          ", expected an integer type");
+        fail(ErrorCode::kUnsupported,
+             "tensor '" + name + "' has dtype " + dtype_name(dtype) + ", expected an integer type");
     }
   }
   return out;

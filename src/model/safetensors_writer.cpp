@@ -16,7 +16,8 @@ void write_safetensors(const std::string& path, const std::vector<TensorSpec>& t
     uint64_t numel = 1;
     for (int64_t d : t.shape) numel *= static_cast<uint64_t>(d);
     const uint64_t bytes = numel * dtype_size(t.dtype);
-    header[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape},
+    header[t.name] = {{"dtype", dtype_name(t.dtype)},
+                      {"shape", t.shape},
                       {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }

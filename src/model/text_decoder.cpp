@@ -23,8 +23,8 @@ TextWeights load_text_weights(const ModelConfig& config, const WeightStore& stor
   w.embed_tokens = matrix_weight(store, p + "embed_tokens.weight", c.vocab_size, h);
   // Tied when the config says so, or when the checkpoint simply has no separate head.
   w.tied_lm_head = config.tie_word_embeddings || !store.has("lm_head.weight");
-  w.lm_head = w.tied_lm_head ? w.embed_tokens
-                             : matrix_weight(store, "lm_head.weight", c.vocab_size, h);
+  w.lm_head =
+      w.tied_lm_head ? w.embed_tokens : matrix_weight(store, "lm_head.weight", c.vocab_size, h);
   w.final_norm = vector_weight(store, p + "norm.weight", h);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string l = p + "layers." + std::to_string(i) + ".";

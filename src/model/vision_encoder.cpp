@@ -27,8 +27,8 @@ void VisionEncoder::block(const VisionBlockWeights& w, int64_t n, const float* c
                           const float* sin, std::vector<float>& x) const {
   const int64_t hid = config_.hidden_size, heads = config_.num_heads, hd = hid / heads;
   std::vector<float> normed(n * hid), qkv(n * 3 * hid), q(n * hid), k(n * hid), v(n * hid);
-  ops::layer_norm(x.data(), w.norm1.weight.data(), w.norm1.bias.data(), config_.layer_norm_eps,
-                  n, hid, normed.data());
+  ops::layer_norm(x.data(), w.norm1.weight.data(), w.norm1.bias.data(), config_.layer_norm_eps, n,
+                  hid, normed.data());
   ops::matmul(normed.data(), n, w.qkv.weight, w.qkv.bias.data(), qkv.data());
   // qkv rows are laid out (3, heads, head_dim).
   for (int64_t t = 0; t < n; ++t) {
@@ -45,8 +45,8 @@ void VisionEncoder::block(const VisionBlockWeights& w, int64_t n, const float* c
   ops::matmul(attn.data(), n, w.proj.weight, w.proj.bias.data(), out.data());
   for (size_t i = 0; i < x.size(); ++i) x[i] += out[i];
 
-  ops::layer_norm(x.data(), w.norm2.weight.data(), w.norm2.bias.data(), config_.layer_norm_eps,
-                  n, hid, normed.data());
+  ops::layer_norm(x.data(), w.norm2.weight.data(), w.norm2.bias.data(), config_.layer_norm_eps, n,
+                  hid, normed.data());
   std::vector<float> mid(n * config_.intermediate_size);
   ops::matmul(normed.data(), n, w.fc1.weight, w.fc1.bias.data(), mid.data());
   ops::gelu_tanh(mid.data(), static_cast<int64_t>(mid.size()));
@@ -91,7 +91,8 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t gh, int64_t gw,
   std::vector<float> frame(n * still_cols);
   for (int64_t p = 0; p < n; ++p)
     for (int64_t ch = 0; ch < config_.in_channels; ++ch)
-      std::copy(pixels + p * in_cols + ch * tp * plane, pixels + p * in_cols + ch * tp * plane + plane,
+      std::copy(pixels + p * in_cols + ch * tp * plane,
+                pixels + p * in_cols + ch * tp * plane + plane,
                 frame.data() + p * still_cols + ch * plane);
   std::vector<float> x(n * hid);
   ops::matmul(frame.data(), n, f32_matrix(w_.patch_embed_still, hid, still_cols),

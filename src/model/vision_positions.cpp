@@ -37,9 +37,10 @@ void patch_coordinates(int64_t gh, int64_t gw, int64_t m, std::vector<int64_t>& 
         }
 }
 
-void interpolate_position_embeddings(const ops::WeightRef& table, int64_t gh, int64_t gw,
-                                     int64_t m, float* out) {
-  const int64_t side = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(table.rows))));
+void interpolate_position_embeddings(const ops::WeightRef& table, int64_t gh, int64_t gw, int64_t m,
+                                     float* out) {
+  const int64_t side =
+      static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(table.rows))));
   const int64_t hid = table.cols;
   const std::vector<float> hy = linspace(0.0f, static_cast<float>(side - 1), gh);
   const std::vector<float> wx = linspace(0.0f, static_cast<float>(side - 1), gw);

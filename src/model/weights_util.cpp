@@ -10,9 +10,15 @@ ops::WeightRef matrix_weight(const WeightStore& store, const std::string& name, 
   t.expect_shape({rows, cols});
   ops::WeightRef w;
   switch (t.dtype) {
-    case DType::kF32: w.type = ops::WeightType::kF32; break;
-    case DType::kBF16: w.type = ops::WeightType::kBF16; break;
-    case DType::kF16: w.type = ops::WeightType::kF16; break;
+    case DType::kF32:
+      w.type = ops::WeightType::kF32;
+      break;
+    case DType::kBF16:
+      w.type = ops::WeightType::kBF16;
+      break;
+    case DType::kF16:
+      w.type = ops::WeightType::kF16;
+      break;
     default:
       fail(ErrorCode::kUnsupported, "weight '" + name + "' in '" + t.file + "' has dtype " +
                                         dtype_name(t.dtype) + "; expected BF16, F16 or F32");

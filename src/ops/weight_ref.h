@@ -18,15 +18,19 @@ struct WeightRef {
   int64_t cols = 0;
 };
 
-inline size_t weight_type_size(WeightType t) { return t == WeightType::kF32 ? 4 : 2; }
+inline size_t weight_type_size(WeightType t) {
+  return t == WeightType::kF32 ? 4 : 2;
+}
 
 // Converts row r to float32 (exact for all supported types).
 inline void weight_row_to_f32(const WeightRef& w, int64_t r, float* out) {
   const size_t n = static_cast<size_t>(w.cols);
-  const auto* base = static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * n *
-                                                               weight_type_size(w.type);
+  const auto* base =
+      static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * n * weight_type_size(w.type);
   switch (w.type) {
-    case WeightType::kF32: std::memcpy(out, base, n * 4); break;
+    case WeightType::kF32:
+      std::memcpy(out, base, n * 4);
+      break;
     case WeightType::kBF16: {
       const auto* p = reinterpret_cast<const uint16_t*>(base);
       for (size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(p[i]);

@@ -7,7 +7,9 @@
 namespace qvl {
 namespace {
 
-std::string str(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
+std::string str(const std::vector<uint8_t>& v) {
+  return std::string(v.begin(), v.end());
+}
 
 TEST(Base64, DecodesWithAndWithoutPadding) {
   EXPECT_EQ(str(base64_decode("")), "");

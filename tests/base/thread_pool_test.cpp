@@ -23,17 +23,22 @@ TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
 TEST(ThreadPool, RespectsGrain) {
   ThreadPool pool(2);
   std::atomic<int> small_ranges{0};
-  pool.parallel_for(100, [&](size_t b, size_t e) {
-    if (e - b < 10 && e != 100) small_ranges++;
-  }, 10);
+  pool.parallel_for(
+      100,
+      [&](size_t b, size_t e) {
+        if (e - b < 10 && e != 100) small_ranges++;
+      },
+      10);
   EXPECT_EQ(small_ranges.load(), 0);
 }
 
 TEST(ThreadPool, PropagatesExceptions) {
   ThreadPool pool(2);
-  EXPECT_THROW(pool.parallel_for(100, [](size_t b, size_t) {
-    if (b == 0) throw std::runtime_error("boom");
-  }), std::runtime_error);
+  EXPECT_THROW(pool.parallel_for(100,
+                                 [](size_t b, size_t) {
+                                   if (b == 0) throw std::runtime_error("boom");
+                                 }),
+               std::runtime_error);
   // The pool still works afterwards.
   std::atomic<size_t> sum{0};
   pool.parallel_for(10, [&](size_t b, size_t e) { sum += e - b; });
@@ -51,7 +56,9 @@ TEST(ThreadPool, NestedCallsRunInline) {
   EXPECT_EQ(total.load(), 40u);
 }
 
-TEST(ThreadPool, PhysicalCoresPositive) { EXPECT_GE(physical_core_count(), 1); }
+TEST(ThreadPool, PhysicalCoresPositive) {
+  EXPECT_GE(physical_core_count(), 1);
+}
 
 }  // namespace
 }  // namespace qvl

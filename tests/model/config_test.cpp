@@ -12,7 +12,9 @@ namespace {
 
 const std::string kTiny = std::string(QVL_TESTDATA_DIR) + "/qwen3vl-tiny-a";
 
-nlohmann::json tiny_config() { return nlohmann::json::parse(read_text_file(kTiny + "/config.json")); }
+nlohmann::json tiny_config() {
+  return nlohmann::json::parse(read_text_file(kTiny + "/config.json"));
+}
 
 std::string error_of(const nlohmann::json& j) {
   try {

@@ -27,12 +27,12 @@ void write_untied_copy(const std::string& dir) {
                      }});
   }
   const TensorView* embed = &src.get("model.language_model.embed_tokens.weight");
-  specs.push_back({"lm_head.weight", DType::kBF16, embed->shape,
-                   [embed](int64_t off, int64_t n, uint8_t* out) {
-                     const auto* in = reinterpret_cast<const uint16_t*>(embed->data) + off;
-                     auto* o = reinterpret_cast<uint16_t*>(out);
-                     for (int64_t i = 0; i < n; ++i) o[i] = f32_to_bf16(2 * bf16_to_f32(in[i]));
-                   }});
+  specs.push_back(
+      {"lm_head.weight", DType::kBF16, embed->shape, [embed](int64_t off, int64_t n, uint8_t* out) {
+         const auto* in = reinterpret_cast<const uint16_t*>(embed->data) + off;
+         auto* o = reinterpret_cast<uint16_t*>(out);
+         for (int64_t i = 0; i < n; ++i) o[i] = f32_to_bf16(2 * bf16_to_f32(in[i]));
+       }});
   write_safetensors(dir + "/model.safetensors", specs);
 }
 

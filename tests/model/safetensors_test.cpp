@@ -105,14 +105,15 @@ TEST(SafeTensors, RejectsCorruptHeaders) {
   const std::vector<std::pair<std::string, size_t>> cases = {
       {"not json", 0},
       {"[1,2]", 0},
-      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 8},        // bytes != shape
-      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4},        // beyond file
-      {R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8},       // negative dim
-      {R"({"a":{"dtype":"Q9","shape":[2],"data_offsets":[0,8]}})", 8},         // unknown dtype
-      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8},        // reversed
-      {R"({"a":{"dtype":"F32","shape":[2]}})", 8},                             // no offsets
+      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 8},   // bytes != shape
+      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4},   // beyond file
+      {R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8},  // negative dim
+      {R"({"a":{"dtype":"Q9","shape":[2],"data_offsets":[0,8]}})", 8},    // unknown dtype
+      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8},   // reversed
+      {R"({"a":{"dtype":"F32","shape":[2]}})", 8},                        // no offsets
       {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12},       // overlap
+       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+       12},  // overlap
       {R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8},
   };
   for (const auto& [header, bytes] : cases) {

@@ -24,7 +24,8 @@ std::vector<GoldenCase> load_golden_cases() {
     GoldenCase g;
     g.name = c["name"].get<std::string>();
     g.manifest = c;
-    g.tensors = std::make_shared<SafeTensorsFile>(golden_dir() + "/" + c["file"].get<std::string>());
+    g.tensors =
+        std::make_shared<SafeTensorsFile>(golden_dir() + "/" + c["file"].get<std::string>());
     out.push_back(std::move(g));
   }
   return out;

@@ -210,13 +210,12 @@ TEST_P(TextParity, PrefillAndGreedyDecode) {
   double norm_worst = 0, step_logit_worst = 0;
   bool fragile = false;
   for (size_t s = 0; s < gen_tokens.size(); ++s) {
-    norm_worst = std::max(norm_worst,
-                          max_abs_diff(step_hidden.data(), step_norm.data() + s * h, h));
+    norm_worst =
+        std::max(norm_worst, max_abs_diff(step_hidden.data(), step_norm.data() + s * h, h));
     decoder.logits(step_hidden.data(), 1, logits.data());
     for (size_t j = 0; j < probe_ids.size(); ++j)
       step_logit_worst = std::max<double>(
-          step_logit_worst,
-          std::fabs(logits[probe_ids[j]] - step_probe[s * probe_ids.size() + j]));
+          step_logit_worst, std::fabs(logits[probe_ids[j]] - step_probe[s * probe_ids.size() + j]));
     const int64_t token = std::max_element(logits.begin(), logits.end()) - logits.begin();
     fragile = fragile || margins[s] < 1e-3f;
     if (!fragile) {
