@@ -1,0 +1,104 @@
+// Portable kernels: the fallback on any CPU and the oracle the SIMD kernels are tested against.
+#include <cmath>
+#include <cstring>
+
+#include "base/half.h"
+#include "ops/packed_kernels.h"
+
+namespace qvl::ops::kernels {
+
+uint16_t f32_to_f16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) return sign | 0x7e00u;   // NaN stays a quiet NaN
+  if (magnitude >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: infinity
+  if (magnitude >= 0x38800000u) {                       // normal half (>= 2^-14)
+    uint32_t rebiased = magnitude - 0x38000000u;        // exponent bias 127 -> 15
+    rebiased += 0x0fffu + ((rebiased >> 13) & 1u);      // round the 13 dropped bits to even
+    return static_cast<uint16_t>(sign | (rebiased >> 13));
+  }
+  // Subnormal half: a multiple of 2^-24 (the scaling is exact, nearbyint rounds to even).
+  float value;
+  std::memcpy(&value, &magnitude, sizeof value);
+  return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(value * 0x1p24f)));
+}
+
+void quantize_row_scalar(const float* x, int64_t nb, int8_t* q, float* scale, int32_t* sum) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const float* xb = x + b * kCols;
+    float amax = 0;
+    for (int64_t j = 0; j < kCols; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+    const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+    int32_t total = 0;
+    for (int64_t j = 0; j < kCols; ++j) {
+      const float r = std::fmin(std::fmax(std::nearbyint(xb[j] * inv), -127.0f), 127.0f);
+      q[b * kCols + j] = static_cast<int8_t>(r);
+      total += static_cast<int32_t>(r);
+    }
+    scale[b] = amax / 127.0f;
+    sum[b] = total;
+  }
+}
+
+void bf16_group_scalar(const uint8_t* group, int64_t nb, const void* x, float* out) {
+  const float* xf = static_cast<const float*>(x);
+  float acc[kRows] = {0, 0, 0, 0};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* tile = group + b * kBf16TileBytes;
+    for (int64_t r = 0; r < kRows; ++r) {
+      for (int64_t j = 0; j < kCols; ++j) {
+        uint16_t w;
+        std::memcpy(&w, tile + (r * kCols + j) * 2, 2);
+        acc[r] += bf16_to_f32(w) * xf[b * kCols + j];
+      }
+    }
+  }
+  for (int64_t r = 0; r < kRows; ++r) out[r] = acc[r];
+}
+
+namespace {
+float scale_at(const uint8_t* scales, int64_t b, int64_t r) {
+  uint16_t h;
+  std::memcpy(&h, scales + b * kScaleBytes + r * 2, 2);
+  return f16_to_f32(h);
+}
+}  // namespace
+
+void q8_group_scalar(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
+                     const int32_t* /*xsum*/, float* out) {
+  const auto* data = reinterpret_cast<const int8_t*>(group + nb * kScaleBytes);
+  float acc[kRows] = {0, 0, 0, 0};
+  for (int64_t b = 0; b < nb; ++b) {
+    const int8_t* tile = data + b * kQ8TileBytes;
+    const int8_t* xb = xq + b * kCols;
+    for (int64_t r = 0; r < kRows; ++r) {
+      int32_t dot = 0;
+      for (int64_t j = 0; j < kCols; ++j) dot += tile[r * kCols + j] * xb[j];
+      acc[r] += static_cast<float>(dot) * (scale_at(group, b, r) * xscale[b]);
+    }
+  }
+  for (int64_t r = 0; r < kRows; ++r) out[r] = acc[r];
+}
+
+void q4_group_scalar(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
+                     const int32_t* /*xsum*/, float* out) {
+  const uint8_t* data = group + nb * kScaleBytes;
+  float acc[kRows] = {0, 0, 0, 0};
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* tile = data + b * kQ4TileBytes;
+    const int8_t* xb = xq + b * kCols;
+    for (int64_t r = 0; r < kRows; ++r) {
+      int32_t dot = 0;
+      for (int64_t j = 0; j < kCols / 2; ++j) {
+        const uint8_t packed = tile[r * (kCols / 2) + j];
+        dot += ((packed & 0x0f) - 8) * xb[j] + ((packed >> 4) - 8) * xb[j + kCols / 2];
+      }
+      acc[r] += static_cast<float>(dot) * (scale_at(group, b, r) * xscale[b]);
+    }
+  }
+  for (int64_t r = 0; r < kRows; ++r) out[r] = acc[r];
+}
+
+}  // namespace qvl::ops::kernels

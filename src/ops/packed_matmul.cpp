@@ -1,0 +1,212 @@
+// ops::matmul on PackedMatrix: activation preparation, ISA dispatch and the blocked driver.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "base/aligned_buffer.h"
+#include "base/error.h"
+#include "base/half.h"
+#include "base/thread_pool.h"
+#include "ops/matmul.h"
+#include "ops/packed_kernels.h"
+#include "ops/packed_matrix.h"
+
+namespace qvl::ops {
+namespace {
+
+using kernels::kCols;
+using kernels::kRows;
+
+IsaLevel detect_isa() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16") &&
+      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2") &&
+      __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+    return IsaLevel::kAvx512;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c")) {
+    return IsaLevel::kAvx2;
+  }
+  return IsaLevel::kScalar;
+}
+
+// -1 = automatic, else an IsaLevel.
+std::atomic<int> g_isa_override{-1};
+
+// Activations of one call, prepared for the kernels of the chosen ISA.
+struct PreparedX {
+  const void* bf16_rows = nullptr;  // kBF16: row i at bf16_rows + i * row_bytes
+  size_t row_bytes = 0;
+  const int8_t* q = nullptr;  // kQ8/kQ4: quantized rows (see kernels::quantize_row_scalar)
+  const float* scale = nullptr;
+  const int32_t* sum = nullptr;
+};
+
+// Grow-only scratch of the calling thread, so steady-state calls do not allocate.
+struct Scratch {
+  AlignedBuffer<uint8_t> x;
+  AlignedBuffer<float> scale;
+  AlignedBuffer<int32_t> sum;
+};
+thread_local Scratch t_scratch;
+
+PreparedX prepare_bf16(const float* x, int64_t m, int64_t k, IsaLevel isa) {
+  PreparedX p;
+  if (isa == IsaLevel::kScalar) {
+    p.bf16_rows = x;
+    p.row_bytes = static_cast<size_t>(k) * 4;
+    return p;
+  }
+  const size_t elem = isa == IsaLevel::kAvx2 ? 4 : 2;
+  p.row_bytes = static_cast<size_t>(k) * elem;
+  t_scratch.x.resize(p.row_bytes * static_cast<size_t>(m));
+  uint8_t* base = t_scratch.x.data();
+  ThreadPool::global().parallel_for(static_cast<size_t>(m), [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) {
+      const float* xi = x + static_cast<int64_t>(i) * k;
+      if (isa == IsaLevel::kAvx2) {  // each 16 columns as 8 even then 8 odd ones
+        auto* out = reinterpret_cast<float*>(base + i * p.row_bytes);
+        for (int64_t c = 0; c < k; c += 16) {
+          for (int64_t j = 0; j < 8; ++j) {
+            out[c + j] = xi[c + 2 * j];
+            out[c + 8 + j] = xi[c + 2 * j + 1];
+          }
+        }
+      } else {
+        auto* out = reinterpret_cast<uint16_t*>(base + i * p.row_bytes);
+        for (int64_t j = 0; j < k; ++j) out[j] = f32_to_bf16(xi[j]);
+      }
+    }
+  });
+  p.bf16_rows = base;
+  return p;
+}
+
+PreparedX prepare_quantized(const float* x, int64_t m, int64_t k, IsaLevel isa) {
+  const int64_t nb = k / kCols;
+  t_scratch.x.resize(static_cast<size_t>(m * k));
+  t_scratch.scale.resize(static_cast<size_t>(m * nb));
+  t_scratch.sum.resize(static_cast<size_t>(m * nb));
+  auto* q = reinterpret_cast<int8_t*>(t_scratch.x.data());
+  float* scale = t_scratch.scale.data();
+  int32_t* sum = t_scratch.sum.data();
+  const auto quantize =
+      isa == IsaLevel::kScalar ? kernels::quantize_row_scalar : kernels::quantize_row_avx2;
+  ThreadPool::global().parallel_for(static_cast<size_t>(m), [&](size_t i0, size_t i1) {
+    for (int64_t i = static_cast<int64_t>(i0); i < static_cast<int64_t>(i1); ++i) {
+      quantize(x + i * k, nb, q + i * k, scale + i * nb, sum + i * nb);
+    }
+  });
+  PreparedX p;
+  p.q = q;
+  p.scale = scale;
+  p.sum = sum;
+  return p;
+}
+
+struct Dispatch {
+  kernels::Bf16GroupKernel bf16;
+  kernels::QuantGroupKernel q8;
+  kernels::QuantGroupKernel q4;
+};
+
+Dispatch kernels_for(IsaLevel isa) {
+  switch (isa) {
+    case IsaLevel::kAvx512:
+      return {kernels::bf16_group_avx512, kernels::q8_group_avx512, kernels::q4_group_avx512};
+    case IsaLevel::kAvx2:
+      return {kernels::bf16_group_avx2, kernels::q8_group_avx2, kernels::q4_group_avx2};
+    case IsaLevel::kScalar:
+      break;
+  }
+  return {kernels::bf16_group_scalar, kernels::q8_group_scalar, kernels::q4_group_scalar};
+}
+
+int64_t packed_group_bytes(QuantType type, int64_t nb) {
+  return static_cast<int64_t>(packed_size_bytes(type, kRows, nb * kCols));
+}
+
+}  // namespace
+
+const char* isa_level_name(IsaLevel level) {
+  switch (level) {
+    case IsaLevel::kScalar:
+      return "scalar";
+    case IsaLevel::kAvx2:
+      return "avx2";
+    case IsaLevel::kAvx512:
+      return "avx512";
+  }
+  return "?";
+}
+
+IsaLevel best_isa() {
+  static const IsaLevel level = detect_isa();
+  return level;
+}
+
+void set_isa_override(std::optional<IsaLevel> level) {
+  if (level && static_cast<int>(*level) > static_cast<int>(best_isa())) {
+    fail(ErrorCode::kUnsupported, std::string("this CPU cannot run ") + isa_level_name(*level) +
+                                      " kernels (best: " + isa_level_name(best_isa()) + ")");
+  }
+  g_isa_override.store(level ? static_cast<int>(*level) : -1);
+}
+
+IsaLevel active_isa() {
+  const int level = g_isa_override.load();
+  return level < 0 ? best_isa() : static_cast<IsaLevel>(level);
+}
+
+void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias, float* y) {
+  if (m <= 0) return;
+  if (w.type() == QuantType::kExact) {
+    ops::matmul(x, m, w.exact_source(), bias, y);
+    return;
+  }
+  QVL_CHECK(x != nullptr && y != nullptr && w.bytes() != nullptr);
+  const IsaLevel isa = active_isa();
+  const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
+  const int64_t groups = (n + kRows - 1) / kRows;
+  const int64_t gbytes = packed_group_bytes(w.type(), nb);
+  const PreparedX px =
+      w.type() == QuantType::kBF16 ? prepare_bf16(x, m, k, isa) : prepare_quantized(x, m, k, isa);
+  const Dispatch kernel = kernels_for(isa);
+  const QuantType type = w.type();
+  const auto* weights = static_cast<const uint8_t*>(w.bytes());
+  // Blocking for m > 1: a few groups (L1/L2-resident) against a block of x rows (~256 KB), so
+  // each weight tile is read from memory once per x block instead of once per x row.
+  constexpr int64_t kGroupsPerPass = 8;
+  const int64_t x_row_bytes = type == QuantType::kBF16 ? static_cast<int64_t>(px.row_bytes) : k;
+  const int64_t x_block = std::clamp<int64_t>((256 << 10) / x_row_bytes, 1, 64);
+
+  ThreadPool::global().parallel_for(static_cast<size_t>(groups), [&](size_t b0, size_t b1) {
+    const int64_t g_begin = static_cast<int64_t>(b0), g_end = static_cast<int64_t>(b1);
+    for (int64_t gp = g_begin; gp < g_end; gp += kGroupsPerPass) {
+      const int64_t gp_end = std::min(g_end, gp + kGroupsPerPass);
+      for (int64_t i0 = 0; i0 < m; i0 += x_block) {
+        const int64_t i1 = std::min(m, i0 + x_block);
+        for (int64_t g = gp; g < gp_end; ++g) {
+          const uint8_t* group = weights + g * gbytes;
+          const int64_t r0 = g * kRows, rn = std::min(kRows, n - r0);
+          for (int64_t i = i0; i < i1; ++i) {
+            float out[kRows];
+            if (type == QuantType::kBF16) {
+              kernel.bf16(group, nb, static_cast<const uint8_t*>(px.bf16_rows) + i * px.row_bytes,
+                          out);
+            } else {
+              (type == QuantType::kQ8 ? kernel.q8 : kernel.q4)(
+                  group, nb, px.q + i * k, px.scale + i * nb, px.sum + i * nb, out);
+            }
+            float* yi = y + i * n + r0;
+            for (int64_t r = 0; r < rn; ++r) yi[r] = bias ? out[r] + bias[r0 + r] : out[r];
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace qvl::ops

@@ -1,0 +1,218 @@
+// PackedMatrix: conversion of weights into the packed layouts of packed_matrix.h and back.
+#include "ops/packed_matrix.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "base/error.h"
+#include "base/half.h"
+#include "base/thread_pool.h"
+#include "ops/packed_kernels.h"
+
+namespace qvl::ops {
+namespace {
+
+using kernels::kCols;
+using kernels::kRows;
+using kernels::kScaleBytes;
+
+// Bytes of one group (4 rows) over nb blocks.
+int64_t group_bytes(QuantType type, int64_t nb) {
+  switch (type) {
+    case QuantType::kBF16:
+      return nb * kernels::kBf16TileBytes;
+    case QuantType::kQ8:
+      return nb * (kScaleBytes + kernels::kQ8TileBytes);
+    case QuantType::kQ4:
+      return nb * (kScaleBytes + kernels::kQ4TileBytes);
+    case QuantType::kExact:
+      break;
+  }
+  fail(ErrorCode::kInternal, "group_bytes of exact matrix");
+}
+
+void check_shape(QuantType type, int64_t rows, int64_t cols) {
+  // The bound keeps every byte offset far from overflow (2^40 weights is 1 TB of bf16).
+  if (rows <= 0 || cols <= 0 || rows > (int64_t{1} << 40) / cols) {
+    fail(ErrorCode::kUnsupported, std::string("cannot pack a ") + std::to_string(rows) + "x" +
+                                      std::to_string(cols) + " matrix");
+  }
+  if (type != QuantType::kExact && cols % kCols != 0) {
+    fail(ErrorCode::kUnsupported, std::string(quant_type_name(type)) + " needs columns in " +
+                                      "multiples of 32, got " + std::to_string(cols));
+  }
+}
+
+// Symmetric round-to-nearest quantization of one block against its fp16-rounded scale.
+void quantize_block(const float* w, float qmax, uint16_t* scale_out, int8_t* q) {
+  float amax = 0;
+  for (int64_t j = 0; j < kCols; ++j) amax = std::fmax(amax, std::fabs(w[j]));
+  const uint16_t scale = kernels::f32_to_f16(amax / qmax);
+  const float step = f16_to_f32(scale);
+  for (int64_t j = 0; j < kCols; ++j) {
+    const float r = step > 0 ? std::nearbyint(w[j] / step) : 0.0f;
+    q[j] = static_cast<int8_t>(std::fmin(std::fmax(r, -qmax), qmax));  // fmax also drops NaN
+  }
+  *scale_out = scale;
+}
+
+// Writes group g of the packed matrix: rows [4g, 4g + 4) of source (missing rows are zero).
+void pack_group(const WeightRef& source, QuantType type, int64_t g, uint8_t* dst) {
+  const int64_t cols = source.cols, nb = cols / kCols;
+  std::vector<float> row(static_cast<size_t>(cols));
+  uint8_t* data = type == QuantType::kBF16 ? dst : dst + nb * kScaleBytes;
+  for (int64_t r = 0; r < kRows; ++r) {
+    const int64_t src_row = g * kRows + r;
+    if (src_row < source.rows) {
+      weight_row_to_f32(source, src_row, row.data());
+    } else {
+      std::fill(row.begin(), row.end(), 0.0f);
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+      const float* w = row.data() + b * kCols;
+      if (type == QuantType::kBF16) {
+        uint8_t* out = data + b * kernels::kBf16TileBytes + r * kCols * 2;
+        for (int64_t j = 0; j < kCols; ++j) {
+          const uint16_t h = f32_to_bf16(w[j]);
+          std::memcpy(out + j * 2, &h, 2);
+        }
+        continue;
+      }
+      uint16_t scale;
+      int8_t q[kCols];
+      quantize_block(w, type == QuantType::kQ8 ? 127.0f : 7.0f, &scale, q);
+      std::memcpy(dst + b * kScaleBytes + r * 2, &scale, 2);
+      if (type == QuantType::kQ8) {
+        std::memcpy(data + b * kernels::kQ8TileBytes + r * kCols, q, kCols);
+      } else {
+        uint8_t* out = data + b * kernels::kQ4TileBytes + r * (kCols / 2);
+        for (int64_t j = 0; j < kCols / 2; ++j) {
+          out[j] = static_cast<uint8_t>((q[j] + 8) | ((q[j + kCols / 2] + 8) << 4));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+const char* quant_type_name(QuantType type) {
+  switch (type) {
+    case QuantType::kExact:
+      return "exact";
+    case QuantType::kBF16:
+      return "bf16";
+    case QuantType::kQ8:
+      return "q8";
+    case QuantType::kQ4:
+      return "q4";
+  }
+  return "?";
+}
+
+QuantType parse_quant_type(const std::string& name) {
+  for (QuantType t : {QuantType::kExact, QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
+    if (name == quant_type_name(t)) return t;
+  }
+  fail(ErrorCode::kInvalidArgument,
+       "unknown quantization '" + name + "' (expected exact, bf16, q8 or q4)");
+}
+
+size_t packed_size_bytes(QuantType type, int64_t rows, int64_t cols) {
+  if (type == QuantType::kExact) fail(ErrorCode::kInvalidArgument, "exact matrices are not packed");
+  check_shape(type, rows, cols);
+  const int64_t groups = (rows + kRows - 1) / kRows;
+  return static_cast<size_t>(groups * group_bytes(type, cols / kCols));
+}
+
+PackedMatrix PackedMatrix::pack(const WeightRef& source, QuantType type) {
+  check_shape(type, source.rows, source.cols);
+  if (source.data == nullptr) fail(ErrorCode::kInvalidArgument, "cannot pack a null weight");
+  PackedMatrix m;
+  m.type_ = type;
+  m.rows_ = source.rows;
+  m.cols_ = source.cols;
+  if (type == QuantType::kExact) {
+    m.exact_ = source;
+    m.bytes_ = source.data;
+    m.size_ = static_cast<size_t>(source.rows * source.cols) * weight_type_size(source.type);
+    return m;
+  }
+  m.size_ = packed_size_bytes(type, source.rows, source.cols);
+  m.owned_.resize(m.size_);
+  const int64_t gbytes = group_bytes(type, source.cols / kCols);
+  uint8_t* dst = m.owned_.data();
+  const size_t groups = static_cast<size_t>((source.rows + kRows - 1) / kRows);
+  ThreadPool::global().parallel_for(groups, [&](size_t g0, size_t g1) {
+    for (size_t g = g0; g < g1; ++g) {
+      pack_group(source, type, static_cast<int64_t>(g), dst + static_cast<int64_t>(g) * gbytes);
+    }
+  });
+  m.bytes_ = dst;
+  return m;
+}
+
+PackedMatrix PackedMatrix::view(QuantType type, int64_t rows, int64_t cols, const void* bytes,
+                                size_t size) {
+  check_shape(type, rows, cols);
+  const size_t expected = type == QuantType::kExact ? static_cast<size_t>(rows * cols) * 4
+                                                    : packed_size_bytes(type, rows, cols);
+  if (bytes == nullptr || size != expected) {
+    fail(ErrorCode::kInvalidArgument,
+         std::string(quant_type_name(type)) + " " + std::to_string(rows) + "x" +
+             std::to_string(cols) + " matrix needs " + std::to_string(expected) + " bytes, got " +
+             std::to_string(bytes == nullptr ? 0 : size));
+  }
+  PackedMatrix m;
+  m.type_ = type;
+  m.rows_ = rows;
+  m.cols_ = cols;
+  m.bytes_ = bytes;
+  m.size_ = size;
+  if (type == QuantType::kExact) m.exact_ = WeightRef{WeightType::kF32, bytes, rows, cols};
+  return m;
+}
+
+void PackedMatrix::row_to_f32(int64_t r, float* out) const {
+  if (r < 0 || r >= rows_) {
+    fail(ErrorCode::kInvalidArgument,
+         "row " + std::to_string(r) + " out of range [0, " + std::to_string(rows_) + ")");
+  }
+  if (type_ == QuantType::kExact) {
+    weight_row_to_f32(exact_, r, out);
+    return;
+  }
+  const int64_t nb = cols_ / kCols, in_group = r % kRows;
+  const auto* group = static_cast<const uint8_t*>(bytes_) + (r / kRows) * group_bytes(type_, nb);
+  const uint8_t* data = type_ == QuantType::kBF16 ? group : group + nb * kScaleBytes;
+  for (int64_t b = 0; b < nb; ++b) {
+    float* o = out + b * kCols;
+    if (type_ == QuantType::kBF16) {
+      const uint8_t* src = data + b * kernels::kBf16TileBytes + in_group * kCols * 2;
+      for (int64_t j = 0; j < kCols; ++j) {
+        uint16_t h;
+        std::memcpy(&h, src + j * 2, 2);
+        o[j] = bf16_to_f32(h);
+      }
+      continue;
+    }
+    uint16_t h;
+    std::memcpy(&h, group + b * kScaleBytes + in_group * 2, 2);
+    const float scale = f16_to_f32(h);
+    if (type_ == QuantType::kQ8) {
+      const auto* q =
+          reinterpret_cast<const int8_t*>(data + b * kernels::kQ8TileBytes) + in_group * kCols;
+      for (int64_t j = 0; j < kCols; ++j) o[j] = scale * static_cast<float>(q[j]);
+    } else {
+      const uint8_t* q = data + b * kernels::kQ4TileBytes + in_group * (kCols / 2);
+      for (int64_t j = 0; j < kCols / 2; ++j) {
+        o[j] = scale * static_cast<float>((q[j] & 0x0f) - 8);
+        o[j + kCols / 2] = scale * static_cast<float>((q[j] >> 4) - 8);
+      }
+    }
+  }
+}
+
+}  // namespace qvl::ops

@@ -1,0 +1,105 @@
+// Weight matrices in kernel-friendly layouts (bf16, int8, int4) and the matmul that uses them,
+// with runtime ISA dispatch (scalar / AVX2+FMA+F16C / AVX-512 with BF16 and VNNI).
+//
+// Packed layout (kBF16, kQ8, kQ4). Rows are taken in groups of kGroupRows = 4 (the last group is
+// padded with zero rows) and columns in blocks of kBlockCols = 32, so cols must be a multiple of
+// 32. Each group is one contiguous run of bytes, groups follow each other in row order:
+//   group = [scales: for each block b, 4 x fp16 (one per row)]   (kQ8 and kQ4 only)
+//           [data:   for each block b, a tile of 4 rows x 32 columns]
+// so a GEMV streams two sequential ranges per group, and with nb = cols / 32 a multiple of 8 every
+// tile starts 64-byte aligned. Tiles store row 0, then row 1, 2, 3:
+//   kBF16: 32 bf16 per row (64 bytes; tile 256 bytes). Weights are rounded to nearest even.
+//   kQ8:   32 int8 q in [-127, 127] per row (tile 128 bytes); value = scale * q, symmetric, with
+//          scale = fp16(block absmax / 127). 1.0625 bytes per weight.
+//   kQ4:   16 bytes per row (tile 64 bytes): byte j holds column j in its low nibble and column
+//          j + 16 in its high nibble, each q + 8 with q in [-7, 7]; value = scale * q with
+//          scale = fp16(block absmax / 7). 0.5625 bytes per weight.
+// Quantization is round-to-nearest-even against the fp16-rounded scale, deterministic. The error
+// of a weight is at most half a scale step: absmax / 254 (q8), absmax / 14 (q4), up to the fp16
+// rounding of the scale (relative 2^-11; blocks with absmax below ~1e-2 (q8) / ~5e-4 (q4) get an
+// fp16-subnormal scale and a proportionally coarser step).
+//
+// Activations in matmul: kBF16 uses fp32 activations on the scalar and AVX2 paths and rounds them
+// to bf16 for vdpbf16ps on AVX-512 (products then accumulate in fp32). kQ8/kQ4 quantize each
+// activation block of 32 to int8 (symmetric, scale absmax / 127, round to nearest even) and take
+// exact integer block dot products (AVX2: vpmaddubsw on |x| and sign-adjusted weights; AVX-512:
+// vpdpbusd on unsigned weights with the offset subtracted exactly per block), then scale in fp32.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/aligned_buffer.h"
+#include "ops/weight_ref.h"
+
+namespace qvl::ops {
+
+enum class QuantType { kExact, kBF16, kQ8, kQ4 };
+
+const char* quant_type_name(QuantType type);  // "exact", "bf16", "q8", "q4"
+// Parses a name of quant_type_name; throws qvl::Error(kInvalidArgument) otherwise.
+QuantType parse_quant_type(const std::string& name);
+
+inline constexpr int64_t kGroupRows = 4;
+inline constexpr int64_t kBlockCols = 32;
+
+// Size in bytes of the packed representation of a [rows, cols] matrix of a packed type
+// (kBF16/kQ8/kQ4). Throws qvl::Error(kUnsupported) for shapes the type cannot hold.
+size_t packed_size_bytes(QuantType type, int64_t rows, int64_t cols);
+
+// A weight matrix [rows, cols] in a kernel-friendly layout. Owns its bytes (packed at load) or
+// views bytes that live elsewhere (a pre-packed mmapped file; see bytes()/view()). Move-only.
+class PackedMatrix {
+ public:
+  PackedMatrix() = default;
+  PackedMatrix(PackedMatrix&&) noexcept = default;
+  PackedMatrix& operator=(PackedMatrix&&) noexcept = default;
+
+  // kExact keeps a view of the source (no copy; fp32 math on the stored values, the exact-mode
+  // ops::matmul). Others convert/quantize, multi-threaded via ThreadPool::global(); they need
+  // cols % 32 == 0 and throw qvl::Error(kUnsupported) otherwise.
+  static PackedMatrix pack(const WeightRef& source, QuantType type);
+  // Re-creates a matrix from bytes() of a packed one (same type/rows/cols), without copying; the
+  // bytes must outlive the result. kExact views are taken as f32 [rows, cols]. Throws
+  // qvl::Error(kInvalidArgument) if size does not match the shape.
+  static PackedMatrix view(QuantType type, int64_t rows, int64_t cols, const void* bytes,
+                           size_t size);
+
+  QuantType type() const { return type_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  // The packed representation (for kExact: the source weights).
+  const void* bytes() const { return bytes_; }
+  size_t size_bytes() const { return size_; }
+  // The source of a kExact matrix.
+  const WeightRef& exact_source() const { return exact_; }
+
+  // Row r dequantized to fp32 (for embedding lookups and tests). r must be in [0, rows).
+  void row_to_f32(int64_t r, float* out) const;
+
+ private:
+  QuantType type_ = QuantType::kExact;
+  int64_t rows_ = 0;
+  int64_t cols_ = 0;
+  const void* bytes_ = nullptr;
+  size_t size_ = 0;
+  WeightRef exact_;
+  AlignedBuffer<uint8_t> owned_;
+};
+
+// y[m, w.rows()] = x[m, w.cols()] * W^T (+ bias if not null). Every weight tile is unpacked once
+// per block of x rows and reused for all of them (m == 1 is a streaming GEMV). Threads via
+// ThreadPool::global().
+void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias, float* y);
+
+// Dispatch control for tests/benchmarks: which ISA level matmul uses (default: best available).
+enum class IsaLevel { kScalar, kAvx2, kAvx512 };
+const char* isa_level_name(IsaLevel level);
+IsaLevel best_isa();
+// nullopt = auto. Throws qvl::Error(kUnsupported) for a level this CPU cannot run.
+void set_isa_override(std::optional<IsaLevel> level);
+IsaLevel active_isa();
+
+}  // namespace qvl::ops
