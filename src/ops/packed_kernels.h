@@ -24,6 +24,10 @@ inline constexpr int64_t kPrefetchBytes = 1024;
 //         or bf16 (AVX-512).
 //   q8/q4: x quantized by quantize_row: int8 q[nb * 32], scale[nb], sum[nb] (sum of q per block).
 using Bf16GroupKernel = void (*)(const uint8_t* group, int64_t nb, const void* x, float* out);
+// The same for 3 consecutive x rows (x, x + x_stride, x + 2 * x_stride) at once, so the weights are
+// unpacked once for all three; out[4 * x row + weight row]. Used for m > 1.
+using Bf16Group3Kernel = void (*)(const uint8_t* group, int64_t nb, const void* x, size_t x_stride,
+                                  float* out);
 using QuantGroupKernel = void (*)(const uint8_t* group, int64_t nb, const int8_t* xq,
                                   const float* xscale, const int32_t* xsum, float* out);
 
@@ -34,12 +38,15 @@ void q4_group_scalar(const uint8_t* group, int64_t nb, const int8_t* xq, const f
                      const int32_t* xsum, float* out);
 
 void bf16_group_avx2(const uint8_t* group, int64_t nb, const void* x, float* out);
+void bf16_group3_avx2(const uint8_t* group, int64_t nb, const void* x, size_t x_stride, float* out);
 void q8_group_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
                    const int32_t* xsum, float* out);
 void q4_group_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
                    const int32_t* xsum, float* out);
 
 void bf16_group_avx512(const uint8_t* group, int64_t nb, const void* x, float* out);
+void bf16_group3_avx512(const uint8_t* group, int64_t nb, const void* x, size_t x_stride,
+                        float* out);
 void q8_group_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
                      const int32_t* xsum, float* out);
 void q4_group_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,

@@ -90,6 +90,37 @@ void bf16_group_avx2(const uint8_t* group, int64_t nb, const void* x, float* out
   for (int r = 0; r < kRows; ++r) out[r] = sum8(_mm256_add_ps(even[r], odd[r]));
 }
 
+void bf16_group3_avx2(const uint8_t* group, int64_t nb, const void* x, size_t x_stride,
+                      float* out) {
+  constexpr int kX = 3;
+  const auto* x0 = static_cast<const uint8_t*>(x);
+  const __m256i high_half = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  __m256 acc[kX][kRows];  // 12 accumulators + 2 weight registers: no spills
+  for (int i = 0; i < kX; ++i) {
+    for (int r = 0; r < kRows; ++r) acc[i][r] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* tile = group + b * kBf16TileBytes;
+    for (int c = 0; c < 2; ++c) {
+      const int64_t col = b * kCols + c * 16;
+      for (int r = 0; r < kRows; ++r) {
+        const __m256i v =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + r * 64 + c * 32));
+        const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+        const __m256 wo = _mm256_castsi256_ps(_mm256_and_si256(v, high_half));
+        for (int i = 0; i < kX; ++i) {
+          const float* xi = reinterpret_cast<const float*>(x0 + i * x_stride) + col;
+          acc[i][r] = _mm256_fmadd_ps(we, _mm256_loadu_ps(xi), acc[i][r]);
+          acc[i][r] = _mm256_fmadd_ps(wo, _mm256_loadu_ps(xi + 8), acc[i][r]);
+        }
+      }
+    }
+  }
+  for (int i = 0; i < kX; ++i) {
+    for (int r = 0; r < kRows; ++r) out[i * kRows + r] = sum8(acc[i][r]);
+  }
+}
+
 void q8_group_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
                    const int32_t* /*xsum*/, float* out) {
   const uint8_t* data = group + nb * kScaleBytes;

@@ -56,6 +56,30 @@ void bf16_group_avx512(const uint8_t* group, int64_t nb, const void* x, float* o
   for (int r = 0; r < kRows; ++r) sum_lanes(acc[r], 16, out + r);
 }
 
+void bf16_group3_avx512(const uint8_t* group, int64_t nb, const void* x, size_t x_stride,
+                        float* out) {
+  constexpr int kX = 3;
+  const auto* x0 = static_cast<const uint8_t*>(x);
+  __m512 acc[kX][kRows];
+  for (int i = 0; i < kX; ++i) {
+    for (int r = 0; r < kRows; ++r) acc[i][r] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* tile = group + b * kBf16TileBytes;
+    __m512bh xv[kX];
+    for (int i = 0; i < kX; ++i) {
+      xv[i] = (__m512bh)load512(reinterpret_cast<const uint16_t*>(x0 + i * x_stride) + b * kCols);
+    }
+    for (int r = 0; r < kRows; ++r) {
+      const __m512bh w = (__m512bh)load512(tile + r * 64);
+      for (int i = 0; i < kX; ++i) acc[i][r] = _mm512_dpbf16_ps(acc[i][r], w, xv[i]);
+    }
+  }
+  for (int i = 0; i < kX; ++i) {
+    for (int r = 0; r < kRows; ++r) sum_lanes(acc[i][r], 16, out + i * kRows + r);
+  }
+}
+
 void q8_group_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
                      const int32_t* xsum, float* out) {
   const uint8_t* data = group + nb * kScaleBytes;

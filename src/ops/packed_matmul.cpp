@@ -110,14 +110,17 @@ struct Dispatch {
   kernels::Bf16GroupKernel bf16;
   kernels::QuantGroupKernel q8;
   kernels::QuantGroupKernel q4;
+  kernels::Bf16Group3Kernel bf16_x3 = nullptr;  // optional
 };
 
 Dispatch kernels_for(IsaLevel isa) {
   switch (isa) {
     case IsaLevel::kAvx512:
-      return {kernels::bf16_group_avx512, kernels::q8_group_avx512, kernels::q4_group_avx512};
+      return {kernels::bf16_group_avx512, kernels::q8_group_avx512, kernels::q4_group_avx512,
+              kernels::bf16_group3_avx512};
     case IsaLevel::kAvx2:
-      return {kernels::bf16_group_avx2, kernels::q8_group_avx2, kernels::q4_group_avx2};
+      return {kernels::bf16_group_avx2, kernels::q8_group_avx2, kernels::q4_group_avx2,
+              kernels::bf16_group3_avx2};
     case IsaLevel::kScalar:
       break;
   }
@@ -191,17 +194,26 @@ void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias,
         for (int64_t g = gp; g < gp_end; ++g) {
           const uint8_t* group = weights + g * gbytes;
           const int64_t r0 = g * kRows, rn = std::min(kRows, n - r0);
-          for (int64_t i = i0; i < i1; ++i) {
-            float out[kRows];
+          for (int64_t i = i0; i < i1;) {
+            float out[3 * kRows];
+            int64_t done = 1;
             if (type == QuantType::kBF16) {
-              kernel.bf16(group, nb, static_cast<const uint8_t*>(px.bf16_rows) + i * px.row_bytes,
-                          out);
+              const uint8_t* xi = static_cast<const uint8_t*>(px.bf16_rows) + i * px.row_bytes;
+              if (kernel.bf16_x3 != nullptr && i + 3 <= i1) {
+                kernel.bf16_x3(group, nb, xi, px.row_bytes, out);
+                done = 3;
+              } else {
+                kernel.bf16(group, nb, xi, out);
+              }
             } else {
               (type == QuantType::kQ8 ? kernel.q8 : kernel.q4)(
                   group, nb, px.q + i * k, px.scale + i * nb, px.sum + i * nb, out);
             }
-            float* yi = y + i * n + r0;
-            for (int64_t r = 0; r < rn; ++r) yi[r] = bias ? out[r] + bias[r0 + r] : out[r];
+            for (int64_t d = 0; d < done; ++d, ++i) {
+              float* yi = y + i * n + r0;
+              const float* o = out + d * kRows;
+              for (int64_t r = 0; r < rn; ++r) yi[r] = bias ? o[r] + bias[r0 + r] : o[r];
+            }
           }
         }
       }
