@@ -1,11 +1,15 @@
 // ops::matmul on PackedMatrix: activation preparation, ISA dispatch and the blocked driver.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
+#include <random>
+#include <vector>
 
 #include "base/aligned_buffer.h"
 #include "base/error.h"
 #include "base/half.h"
+#include "base/log.h"
 #include "base/thread_pool.h"
 #include "ops/matmul.h"
 #include "ops/packed_kernels.h"
@@ -131,46 +135,8 @@ int64_t packed_group_bytes(QuantType type, int64_t nb) {
   return static_cast<int64_t>(packed_size_bytes(type, kRows, nb * kCols));
 }
 
-}  // namespace
-
-const char* isa_level_name(IsaLevel level) {
-  switch (level) {
-    case IsaLevel::kScalar:
-      return "scalar";
-    case IsaLevel::kAvx2:
-      return "avx2";
-    case IsaLevel::kAvx512:
-      return "avx512";
-  }
-  return "?";
-}
-
-IsaLevel best_isa() {
-  static const IsaLevel level = detect_isa();
-  return level;
-}
-
-void set_isa_override(std::optional<IsaLevel> level) {
-  if (level && static_cast<int>(*level) > static_cast<int>(best_isa())) {
-    fail(ErrorCode::kUnsupported, std::string("this CPU cannot run ") + isa_level_name(*level) +
-                                      " kernels (best: " + isa_level_name(best_isa()) + ")");
-  }
-  g_isa_override.store(level ? static_cast<int>(*level) : -1);
-}
-
-IsaLevel active_isa() {
-  const int level = g_isa_override.load();
-  return level < 0 ? best_isa() : static_cast<IsaLevel>(level);
-}
-
-void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias, float* y) {
-  if (m <= 0) return;
-  if (w.type() == QuantType::kExact) {
-    ops::matmul(x, m, w.exact_source(), bias, y);
-    return;
-  }
-  QVL_CHECK(x != nullptr && y != nullptr && w.bytes() != nullptr);
-  const IsaLevel isa = active_isa();
+void matmul_on(IsaLevel isa, const float* x, int64_t m, const PackedMatrix& w, const float* bias,
+               float* y) {
   const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
   const int64_t groups = (n + kRows - 1) / kRows;
   const int64_t gbytes = packed_group_bytes(w.type(), nb);
@@ -219,6 +185,89 @@ void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias,
       }
     }
   });
+}
+
+// The SIMD kernels cannot be exercised on every development machine (AVX-512 is often missing),
+// so before first use they are compared with the scalar ones on a small problem; a mismatch is a
+// bug, reported once, and matmul then uses the level below rather than compute garbage.
+bool kernels_agree_with_scalar(IsaLevel isa) {
+  const int64_t n = 10, k = 256, m = 5;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k));
+  for (auto& v : w) v = 0.05f * dist(rng);
+  for (auto& v : x) v = dist(rng);
+  for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
+    const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
+    std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
+    matmul_on(IsaLevel::kScalar, x.data(), m, packed, nullptr, want.data());
+    matmul_on(isa, x.data(), m, packed, nullptr, got.data());
+    float largest = 0;
+    for (float v : want) largest = std::max(largest, std::fabs(v));
+    for (size_t i = 0; i < want.size(); ++i) {
+      // bf16 rounding of x on AVX-512 moves results by well under 1%; a wrong kernel by ~100%.
+      if (!(std::fabs(got[i] - want[i]) <= 0.01f * largest)) {
+        QVL_LOG(kError) << isa_level_name(isa) << " " << quant_type_name(type)
+                        << " kernel disagrees with the scalar one (" << got[i] << " vs " << want[i]
+                        << "); not using it";
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+const char* isa_level_name(IsaLevel level) {
+  switch (level) {
+    case IsaLevel::kScalar:
+      return "scalar";
+    case IsaLevel::kAvx2:
+      return "avx2";
+    case IsaLevel::kAvx512:
+      return "avx512";
+  }
+  return "?";
+}
+
+IsaLevel cpu_isa() {
+  static const IsaLevel level = detect_isa();
+  return level;
+}
+
+IsaLevel best_isa() {
+  static const IsaLevel level = [] {
+    IsaLevel usable = cpu_isa();
+    while (usable != IsaLevel::kScalar && !kernels_agree_with_scalar(usable)) {
+      usable = static_cast<IsaLevel>(static_cast<int>(usable) - 1);
+    }
+    return usable;
+  }();
+  return level;
+}
+
+void set_isa_override(std::optional<IsaLevel> level) {
+  if (level && static_cast<int>(*level) > static_cast<int>(best_isa())) {
+    fail(ErrorCode::kUnsupported, std::string("this CPU cannot run ") + isa_level_name(*level) +
+                                      " kernels (best: " + isa_level_name(best_isa()) + ")");
+  }
+  g_isa_override.store(level ? static_cast<int>(*level) : -1);
+}
+
+IsaLevel active_isa() {
+  const int level = g_isa_override.load();
+  return level < 0 ? best_isa() : static_cast<IsaLevel>(level);
+}
+
+void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias, float* y) {
+  if (m <= 0) return;
+  if (w.type() == QuantType::kExact) {
+    ops::matmul(x, m, w.exact_source(), bias, y);
+    return;
+  }
+  QVL_CHECK(x != nullptr && y != nullptr && w.bytes() != nullptr);
+  matmul_on(active_isa(), x, m, w, bias, y);
 }
 
 }  // namespace qvl::ops

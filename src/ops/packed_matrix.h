@@ -97,7 +97,10 @@ void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias,
 // Dispatch control for tests/benchmarks: which ISA level matmul uses (default: best available).
 enum class IsaLevel { kScalar, kAvx2, kAvx512 };
 const char* isa_level_name(IsaLevel level);
+// The best level whose kernels passed a one-time self-check against the scalar ones (see
+// packed_matmul.cpp); equals cpu_isa() unless a kernel is broken (then logged as an error).
 IsaLevel best_isa();
+IsaLevel cpu_isa();  // the best level the CPU supports
 // nullopt = auto. Throws qvl::Error(kUnsupported) for a level this CPU cannot run.
 void set_isa_override(std::optional<IsaLevel> level);
 IsaLevel active_isa();
