@@ -31,6 +31,10 @@ using Bf16Group3Kernel = void (*)(const uint8_t* group, int64_t nb, const void* 
 using QuantGroupKernel = void (*)(const uint8_t* group, int64_t nb, const int8_t* xq,
                                   const float* xscale, const int32_t* xsum, float* out);
 
+// The same for 2 consecutive quantized x rows (row 1 at xq + nb * 32, xscale + nb, xsum + nb);
+// out[4 * x row + weight row]. Used for m > 1.
+using QuantGroup2Kernel = QuantGroupKernel;
+
 void bf16_group_scalar(const uint8_t* group, int64_t nb, const void* x, float* out);
 void q8_group_scalar(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
                      const int32_t* xsum, float* out);
@@ -44,6 +48,9 @@ void q8_group_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const flo
 void q4_group_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
                    const int32_t* xsum, float* out);
 
+void q4_group2_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
+                    const int32_t* xsum, float* out);
+
 void bf16_group_avx512(const uint8_t* group, int64_t nb, const void* x, float* out);
 void bf16_group3_avx512(const uint8_t* group, int64_t nb, const void* x, size_t x_stride,
                         float* out);
@@ -51,6 +58,10 @@ void q8_group_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const f
                      const int32_t* xsum, float* out);
 void q4_group_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
                      const int32_t* xsum, float* out);
+void q8_group2_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
+                      const int32_t* xsum, float* out);
+void q4_group2_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
+                      const int32_t* xsum, float* out);
 
 // Quantizes one activation row of k = nb * 32 values per block of 32: scale = absmax / 127,
 // q = round-to-nearest-even(x * (127 / absmax)) in [-127, 127], sum = sum of q. The AVX2 variant

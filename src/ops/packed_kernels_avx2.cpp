@@ -184,3 +184,54 @@ void q4_group_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const flo
 }
 
 }  // namespace qvl::ops::kernels
+
+namespace qvl::ops::kernels {
+
+void q4_group2_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
+                    const int32_t* xsum, float* out) {
+  constexpr int kX = 2;
+  const uint8_t* data = group + nb * kScaleBytes;
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i first_of_row = _mm256_setr_epi32(-1, 0, 0, 0, -1, 0, 0, 0);
+  const __m256i rows01 = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+  const __m256i rows23 = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
+  __m256 acc[kX][2];
+  for (int i = 0; i < kX; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* tile = data + b * kQ4TileBytes;
+    __m256i lo[2], hi[2];
+    for (int h = 0; h < 2; ++h) {  // unpacked once, used for both x rows
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + h * 32));
+      lo[h] = _mm256_and_si256(v, low4);
+      hi[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+    }
+    const __m128i scale_bits =
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + b * kScaleBytes));
+    for (int i = 0; i < kX; ++i) {  // the same arithmetic as q4_group_avx2, row by row
+      const int64_t xb = i * nb + b;
+      const auto* xv = reinterpret_cast<const __m128i*>(xq + xb * kCols);
+      const __m256i xlo = _mm256_broadcastsi128_si256(_mm_loadu_si128(xv));
+      const __m256i xhi = _mm256_broadcastsi128_si256(_mm_loadu_si128(xv + 1));
+      const __m256i offset = _mm256_and_si256(_mm256_set1_epi32(8 * xsum[xb]), first_of_row);
+      __m256 dot[2];
+      for (int h = 0; h < 2; ++h) {
+        const __m256i pairs =
+            _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], xlo), _mm256_maddubs_epi16(hi[h], xhi));
+        dot[h] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_madd_epi16(pairs, ones), offset));
+      }
+      const __m256 s =
+          _mm256_castps128_ps256(_mm_mul_ps(_mm_cvtph_ps(scale_bits), _mm_set1_ps(xscale[xb])));
+      acc[i][0] = _mm256_fmadd_ps(dot[0], _mm256_permutevar8x32_ps(s, rows01), acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(dot[1], _mm256_permutevar8x32_ps(s, rows23), acc[i][1]);
+    }
+  }
+  for (int i = 0; i < kX; ++i) {
+    out[i * kRows + 0] = sum4(_mm256_castps256_ps128(acc[i][0]));
+    out[i * kRows + 1] = sum4(_mm256_extractf128_ps(acc[i][0], 1));
+    out[i * kRows + 2] = sum4(_mm256_castps256_ps128(acc[i][1]));
+    out[i * kRows + 3] = sum4(_mm256_extractf128_ps(acc[i][1], 1));
+  }
+}
+
+}  // namespace qvl::ops::kernels

@@ -13,11 +13,6 @@
 namespace qvl::ops::kernels {
 namespace {
 
-inline __m512 block_scales(const uint8_t* scales, int64_t b, float xscale) {
-  const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + b * kScaleBytes));
-  return _mm512_castps128_ps512(_mm_mul_ps(_mm_cvtph_ps(h), _mm_set1_ps(xscale)));
-}
-
 inline void prefetch(const uint8_t* p) {
   _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
 }
@@ -80,58 +75,97 @@ void bf16_group3_avx512(const uint8_t* group, int64_t nb, const void* x, size_t 
   }
 }
 
-void q8_group_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                     const int32_t* xsum, float* out) {
+namespace {
+
+// kX consecutive x rows (row i at xq + i * nb * 32, xscale + i * nb, xsum + i * nb) against one
+// group; the weights are loaded and unpacked once for all of them.
+template <int kX>
+void q8_rows(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
+             const int32_t* xsum, float* out) {
   const uint8_t* data = group + nb * kScaleBytes;
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i rows01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const __m512i rows23 = _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-  __m512 acc01 = _mm512_setzero_ps(), acc23 = _mm512_setzero_ps();  // 8 lanes per row
+  __m512 acc[kX][2];  // 8 lanes per weight row
+  for (int i = 0; i < kX; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* tile = data + b * kQ8TileBytes;
     prefetch(tile + kPrefetchBytes);
     prefetch(tile + kPrefetchBytes + 64);
-    const __m512i xv = _mm512_broadcast_i64x4(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + b * kCols)));
     // vpdpbusd wants unsigned weights: (q + 128) * x, then 128 * sum(x) off one lane per row.
-    const __m512i offset = _mm512_set1_epi32(128 * xsum[b]);
-    __m512 dot[2];
-    for (int h = 0; h < 2; ++h) {
-      const __m512i w = _mm512_xor_si512(load512(tile + h * 64), flip);
-      __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, xv);
-      d = _mm512_mask_sub_epi32(d, 0x0101, d, offset);
-      dot[h] = _mm512_cvtepi32_ps(d);
+    const __m512i w[2] = {_mm512_xor_si512(load512(tile), flip),
+                          _mm512_xor_si512(load512(tile + 64), flip)};
+    const __m128 row_scales =
+        _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + b * kScaleBytes)));
+    for (int i = 0; i < kX; ++i) {
+      const int64_t xb = i * nb + b;
+      const __m512i xv = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + xb * kCols)));
+      const __m512i offset = _mm512_set1_epi32(128 * xsum[xb]);
+      const __m512 s = _mm512_castps128_ps512(_mm_mul_ps(row_scales, _mm_set1_ps(xscale[xb])));
+      for (int h = 0; h < 2; ++h) {
+        __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[h], xv);
+        d = _mm512_mask_sub_epi32(d, 0x0101, d, offset);
+        acc[i][h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d),
+                                    _mm512_permutexvar_ps(h == 0 ? rows01 : rows23, s), acc[i][h]);
+      }
     }
-    const __m512 s = block_scales(group, b, xscale[b]);
-    acc01 = _mm512_fmadd_ps(dot[0], _mm512_permutexvar_ps(rows01, s), acc01);
-    acc23 = _mm512_fmadd_ps(dot[1], _mm512_permutexvar_ps(rows23, s), acc23);
   }
-  sum_lanes(acc01, 8, out);
-  sum_lanes(acc23, 8, out + 2);
+  for (int i = 0; i < kX; ++i) {
+    sum_lanes(acc[i][0], 8, out + i * kRows);
+    sum_lanes(acc[i][1], 8, out + i * kRows + 2);
+  }
 }
 
-void q4_group_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                     const int32_t* xsum, float* out) {
+template <int kX>
+void q4_rows(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
+             const int32_t* xsum, float* out) {
   const uint8_t* data = group + nb * kScaleBytes;
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   const __m512i rows = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-  __m512 acc = _mm512_setzero_ps();  // 4 lanes per row
+  __m512 acc[kX];  // 4 lanes per weight row
+  for (int i = 0; i < kX; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* tile = data + b * kQ4TileBytes;
     prefetch(tile + kPrefetchBytes);
-    const auto* xb = reinterpret_cast<const __m128i*>(xq + b * kCols);
-    const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128(xb));
-    const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128(xb + 1));
     const __m512i v = load512(tile);  // 16 bytes per row
     const __m512i lo = _mm512_and_si512(v, low4);
     const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-    __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
-    // Nibbles are q + 8: subtract 8 * sum(x) once per row.
-    d = _mm512_mask_sub_epi32(d, 0x1111, d, _mm512_set1_epi32(8 * xsum[b]));
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d),
-                          _mm512_permutexvar_ps(rows, block_scales(group, b, xscale[b])), acc);
+    const __m128 row_scales =
+        _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + b * kScaleBytes)));
+    for (int i = 0; i < kX; ++i) {
+      const int64_t xb = i * nb + b;
+      const auto* xv = reinterpret_cast<const __m128i*>(xq + xb * kCols);
+      const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128(xv));
+      const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128(xv + 1));
+      __m512i d =
+          _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
+      // Nibbles are q + 8: subtract 8 * sum(x) once per row.
+      d = _mm512_mask_sub_epi32(d, 0x1111, d, _mm512_set1_epi32(8 * xsum[xb]));
+      const __m512 s = _mm512_castps128_ps512(_mm_mul_ps(row_scales, _mm_set1_ps(xscale[xb])));
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(rows, s), acc[i]);
+    }
   }
-  sum_lanes(acc, 4, out);
+  for (int i = 0; i < kX; ++i) sum_lanes(acc[i], 4, out + i * kRows);
+}
+
+}  // namespace
+
+void q8_group_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
+                     const int32_t* xsum, float* out) {
+  q8_rows<1>(group, nb, xq, xscale, xsum, out);
+}
+void q8_group2_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
+                      const int32_t* xsum, float* out) {
+  q8_rows<2>(group, nb, xq, xscale, xsum, out);
+}
+void q4_group_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
+                     const int32_t* xsum, float* out) {
+  q4_rows<1>(group, nb, xq, xscale, xsum, out);
+}
+void q4_group2_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
+                      const int32_t* xsum, float* out) {
+  q4_rows<2>(group, nb, xq, xscale, xsum, out);
 }
 
 }  // namespace qvl::ops::kernels

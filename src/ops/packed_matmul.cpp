@@ -114,17 +114,23 @@ struct Dispatch {
   kernels::Bf16GroupKernel bf16;
   kernels::QuantGroupKernel q8;
   kernels::QuantGroupKernel q4;
-  kernels::Bf16Group3Kernel bf16_x3 = nullptr;  // optional
+  kernels::Bf16Group3Kernel bf16_x3 = nullptr;  // optional multi-row variants
+  kernels::QuantGroup2Kernel q8_x2 = nullptr;
+  kernels::QuantGroup2Kernel q4_x2 = nullptr;
 };
 
 Dispatch kernels_for(IsaLevel isa) {
   switch (isa) {
     case IsaLevel::kAvx512:
-      return {kernels::bf16_group_avx512, kernels::q8_group_avx512, kernels::q4_group_avx512,
-              kernels::bf16_group3_avx512};
+      return {kernels::bf16_group_avx512,  kernels::q8_group_avx512,  kernels::q4_group_avx512,
+              kernels::bf16_group3_avx512, kernels::q8_group2_avx512, kernels::q4_group2_avx512};
     case IsaLevel::kAvx2:
-      return {kernels::bf16_group_avx2, kernels::q8_group_avx2, kernels::q4_group_avx2,
-              kernels::bf16_group3_avx2};
+      return {kernels::bf16_group_avx2,
+              kernels::q8_group_avx2,
+              kernels::q4_group_avx2,
+              kernels::bf16_group3_avx2,
+              nullptr,
+              kernels::q4_group2_avx2};
     case IsaLevel::kScalar:
       break;
   }
@@ -172,8 +178,14 @@ void matmul_on(IsaLevel isa, const float* x, int64_t m, const PackedMatrix& w, c
                 kernel.bf16(group, nb, xi, out);
               }
             } else {
-              (type == QuantType::kQ8 ? kernel.q8 : kernel.q4)(
-                  group, nb, px.q + i * k, px.scale + i * nb, px.sum + i * nb, out);
+              const bool q8 = type == QuantType::kQ8;
+              kernels::QuantGroupKernel fn = q8 ? kernel.q8 : kernel.q4;
+              const kernels::QuantGroup2Kernel fn2 = q8 ? kernel.q8_x2 : kernel.q4_x2;
+              if (fn2 != nullptr && i + 2 <= i1) {
+                fn = fn2;
+                done = 2;
+              }
+              fn(group, nb, px.q + i * k, px.scale + i * nb, px.sum + i * nb, out);
             }
             for (int64_t d = 0; d < done; ++d, ++i) {
               float* yi = y + i * n + r0;
