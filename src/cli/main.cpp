@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "cli/bench_command.h"
 #include "cli/gen_model_command.h"
 #include "cli/pull_command.h"
 #include "cli/run_command.h"
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   qvl::cli::add_run_command(app);
   qvl::cli::add_serve_command(app);
   qvl::cli::add_gen_model_command(app);
+  qvl::cli::add_bench_command(app);
   qvl::cli::add_pull_command(app);
   try {
     app.parse(argc, argv);
