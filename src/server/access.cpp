@@ -5,7 +5,7 @@
 namespace qvl::server {
 
 bool path_needs_api_key(std::string_view path) {
-  return path.substr(0, 4) == "/v1/" || path == "/v1" || path == "/tokenize";
+  return path.substr(0, 4) == "/v1/" || path == "/v1" || path == "/tokenize" || path == "/props";
 }
 
 bool authorization_allows(std::string_view authorization_header, std::string_view api_key) {

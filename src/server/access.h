@@ -8,8 +8,8 @@
 
 namespace qvl::server {
 
-// True for the paths the API key protects: /v1/* and /tokenize. /health and /metrics stay open
-// so load balancers and scrapers need no secret.
+// True for the paths the API key protects: /v1/*, /tokenize and /props. /health, /metrics and
+// the web page stay open so load balancers, scrapers and browsers need no secret.
 bool path_needs_api_key(std::string_view path);
 
 // Checks an Authorization header value against the key in constant time (for equal lengths).

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "server/access.h"
 #include "server/api_error.h"
+#include "server/web_assets.h"
 
 namespace qvl::server {
 
@@ -36,7 +37,7 @@ void send_json(httplib::Response& res, int status, const json& body) {
 // Bounded set of endpoint labels for metrics.
 std::string endpoint_label(const std::string& path) {
   for (const char* known :
-       {"/v1/chat/completions", "/v1/models", "/tokenize", "/health", "/metrics"}) {
+       {"/v1/chat/completions", "/v1/models", "/props", "/tokenize", "/health", "/metrics", "/"}) {
     if (path == known) return known;
   }
   return "other";
@@ -47,8 +48,8 @@ ApiError default_error_for(const httplib::Request& req, int status, size_t max_b
     case 404:
       return ApiError(404, "invalid_request_error",
                       "unknown endpoint " + req.method + " " + req.path.substr(0, 128) +
-                          "; this server has POST /v1/chat/completions, GET /v1/models, POST "
-                          "/tokenize, GET /health and GET /metrics",
+                          "; this server has POST /v1/chat/completions, GET /v1/models, GET "
+                          "/props, POST /tokenize, GET /health, GET /metrics and the web page at /",
                       "", "unknown_url");
     case 413:
       return ApiError(413, "invalid_request_error",
@@ -217,6 +218,8 @@ void Server::install_routes() {
            [this](const httplib::Request&, httplib::Response& res) { handle_metrics(res); });
   http.Get("/v1/models",
            [this](const httplib::Request&, httplib::Response& res) { handle_models(res); });
+  http.Get("/props", [this](const httplib::Request&, httplib::Response& res) { handle_props(res); });
+  install_web_routes(http);
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     handle_tokenize(req, res);
   });
@@ -261,6 +264,42 @@ void Server::handle_models(httplib::Response& res) {
                 {"owned_by", "qvl"},
                 {"context_length", engine->info().context_length}};
   send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+}
+
+void Server::handle_props(httplib::Response& res) {
+  Engine* engine = ready_engine();
+  if (!engine) {
+    res.set_header("Retry-After", "5");
+    return send_error(res,
+                      ApiError(503, "server_error", "the model is still loading; retry shortly", "",
+                               "model_loading"));
+  }
+  const ModelInfo& info = engine->info();
+  const SamplingParams& sampling = info.default_sampling;
+  const RequestLimits& limits = options_.limits;
+  json props = {
+      {"model", model_id()},
+      {"context_length", info.context_length},
+      {"default_sampling",
+       {{"temperature", sampling.temperature},
+        {"top_p", sampling.top_p},
+        {"top_k", sampling.top_k},
+        {"min_p", sampling.min_p},
+        {"repetition_penalty", sampling.repetition_penalty},
+        {"presence_penalty", sampling.presence_penalty},
+        {"frequency_penalty", sampling.frequency_penalty},
+        {"max_tokens", sampling.max_tokens}}},
+      {"image",
+       {{"pixels_per_token", 32 * 32},
+        {"min_tokens", info.image_min_tokens},
+        {"max_tokens", info.image_max_tokens},
+        {"low_detail_max_tokens", limits.low_detail_max_tokens},
+        {"high_detail_max_tokens", limits.high_detail_max_tokens},
+        {"max_total_tokens", limits.max_total_image_tokens},
+        {"max_images_per_request", limits.max_images},
+        {"max_image_bytes", limits.max_image_bytes}}},
+      {"max_body_bytes", options_.max_body_bytes}};
+  send_json(res, 200, props);
 }
 
 void Server::handle_tokenize(const httplib::Request& req, httplib::Response& res) {

@@ -1,7 +1,8 @@
 // `qvl serve`: an OpenAI-compatible HTTP server around one qvl::Engine.
 //
-// Endpoints: POST /v1/chat/completions, GET /v1/models, POST /tokenize, GET /health,
-// GET /metrics. The model loads on a background thread; /health says 503 "loading" until it is
+// Endpoints: POST /v1/chat/completions, GET /v1/models, GET /props (defaults for clients:
+// sampling, image token budgets, context length), POST /tokenize, GET /health, GET /metrics,
+// and the embedded web page at / (web_assets.h). The model loads on a background thread; /health says 503 "loading" until it is
 // ready and never touches the model. See chat_request.h for the accepted request fields and
 // the image `detail` budgets.
 #pragma once
@@ -81,6 +82,7 @@ class Server {
   Engine* ready_engine();
   void handle_health(httplib::Response& res);
   void handle_models(httplib::Response& res);
+  void handle_props(httplib::Response& res);
   void handle_tokenize(const httplib::Request& req, httplib::Response& res);
   void handle_metrics(httplib::Response& res);
   void handle_chat(const httplib::Request& req, httplib::Response& res);

@@ -1,0 +1,204 @@
+// The page against a real `qvl serve` (tiny model, one generation slot, no queue): images by
+// picker and by drag and drop, a streamed answer, stop, reload, the OCR preset, a real 429.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { MODEL_DIR, metricValue, startServer } from '../server/helpers.mjs';
+import { foreignRequests, launchBrowser, openPage, screenshotPath } from './browser.mjs';
+
+const IMAGES = path.join(MODEL_DIR, 'images');
+const SCENE = path.join(IMAGES, 'a_iii_scene_640x480.jpg');
+const SHAPES = path.join(IMAGES, 'a_ii_shapes_200x120.png');
+let server;
+let browser;
+let page;
+let log;
+const chatBodies = [];
+
+before(async () => {
+  server = await startServer(['--parallel', '1', '--queue', '0', '--ctx-size', '100000']);
+  browser = await launchBrowser();
+  ({ page, log } = await openPage(browser, server.url));
+  page.on('request', (request) => {
+    if (request.url().endsWith('/v1/chat/completions')) chatBodies.push(JSON.parse(request.postData()));
+  });
+  await page.goto('/');
+  await page.locator('#model-status[data-state="ready"]').waitFor();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+async function dropFile(file, type) {
+  const b64 = readFileSync(file).toString('base64');
+  const dataTransfer = await page.evaluateHandle(({ b64, name, type }) => {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([bytes], name, { type }));
+    return transfer;
+  }, { b64, name: path.basename(file), type });
+  await page.dispatchEvent('#messages', 'dragenter', { dataTransfer });
+  assert.equal(await page.locator('#drop-overlay').isVisible(), true, 'dragging files shows the drop zone');
+  await page.dispatchEvent('#messages', 'drop', { dataTransfer });
+}
+
+async function setSettings(values) {
+  await page.getByRole('button', { name: 'Settings' }).click();
+  for (const [label, value] of Object.entries(values)) await page.getByLabel(label, { exact: true }).fill(String(value));
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.locator('#settings').waitFor({ state: 'hidden' });
+}
+
+const preset = (name) => page.locator('#presets').getByText(name, { exact: true });
+// Waits until `locator` matches exactly `n` elements (adding an image is asynchronous).
+async function expectCount(locator, n) {
+  await page.waitForFunction(([selector, count]) => document.querySelectorAll(selector).length === count, [locator, n]);
+}
+const lastAnswer = () => page.locator('.message.assistant').last();
+
+test('images by picker and drag and drop, sent once each, answer streams in and can be stopped', async () => {
+  await page.locator('#file-input').setInputFiles(SCENE);
+  await expectCount('.attachment', 1);
+  await dropFile(SHAPES, 'image/png');
+  await expectCount('.attachment', 2);
+  await page.locator('#file-input').setInputFiles(SCENE);  // the same photo again
+  await page.getByText('a_iii_scene_640x480.jpg is attached already.').waitFor();
+  assert.equal(await page.locator('.attachment').count(), 2);
+  // Remove buttons work and are labelled per image.
+  await page.getByRole('button', { name: 'Remove a_ii_shapes_200x120.png' }).click();
+  await expectCount('.attachment', 1);
+  await dropFile(SHAPES, 'image/png');
+  await expectCount('.attachment', 2);
+
+  // Sampled (not greedy) so the tiny model prints visible text; long enough to stop it.
+  await setSettings({ Temperature: 1, Seed: 7, 'Max tokens': 90000 });
+  await page.getByRole('textbox', { name: 'Question' }).fill('What is in these pictures?');
+  await page.getByRole('textbox', { name: 'Question' }).press('Enter');
+
+  const answer = lastAnswer();
+  // Model text (not the "Thinking…" placeholder) shows while the answer is still streaming.
+  await page.locator('.message.assistant.streaming[data-chars]:not([data-chars="0"]) .markdown > :not(.waiting)').first().waitFor();
+  assert.equal(await answer.getAttribute('aria-busy'), 'true');
+  await page.getByRole('button', { name: 'Stop generating' }).click();
+  await page.locator('.message.assistant.stopped').waitFor();
+  await page.getByRole('button', { name: 'Send' }).waitFor();
+  assert.match(await answer.textContent(), /Stopped\./);
+  assert.ok(Number(await answer.getAttribute('data-chars')) > 0, 'the partial answer is kept');
+
+  const body = chatBodies.at(-1);
+  assert.equal(body.stream, true);
+  assert.equal(body.temperature, 1);
+  assert.equal(body.seed, 7);
+  assert.equal(body.max_tokens, 90000);
+  const parts = body.messages.at(-1).content;
+  assert.deepEqual(parts.map((p) => p.type), ['image_url', 'image_url', 'text']);
+  assert.match(parts[0].image_url.url, /^data:image\/jpeg;base64,/);
+  assert.match(parts[1].image_url.url, /^data:image\/png;base64,/);
+  assert.equal(parts[2].text, 'What is in these pictures?');
+  // The server frees the slot once the browser stops reading.
+  for (let i = 0; i < 200 && (await metricValue(server, 'qvl_active_requests')) !== 0; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(await metricValue(server, 'qvl_active_requests'), 0);
+});
+
+test('a follow-up sends the history with each image once and shows the answer stats', async () => {
+  await setSettings({ 'Max tokens': 12 });
+  // Attaching an image that is already in the conversation does not send it twice.
+  await page.locator('#file-input').setInputFiles(SHAPES);
+  await expectCount('.attachment', 1);
+  await page.getByRole('textbox', { name: 'Question' }).fill('And the second one?');
+  await page.getByRole('button', { name: 'Send' }).click();
+  await page.locator('.message.assistant.done').waitFor();
+  const body = chatBodies.at(-1);
+  assert.deepEqual(body.messages.map((m) => m.role), ['user', 'assistant', 'user'], JSON.stringify(body.messages.map((m) => [m.role, typeof m.content === 'string' ? m.content.slice(0, 80) : m.content.length])));
+  const images = body.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+    .filter((p) => p.type === 'image_url');
+  assert.equal(images.length, 2, 'the re-attached image is not uploaded again');
+  assert.equal(body.messages[2].content, 'And the second one?');
+  const stats = await lastAnswer().locator('.stats').textContent();
+  assert.match(stats, /First token\s*\d/);
+  assert.match(stats, /Speed\s*[\d.]+ tok\/s/);
+  assert.match(stats, /Prompt\s*\d+ tok/);
+  assert.match(stats, /Images\s*\d+ tok/);
+  assert.match(stats, /Answer\s*12 tok/);
+});
+
+test('the conversation survives a reload and is listed; history length is configurable', async () => {
+  await page.reload();
+  await page.locator('#model-status[data-state="ready"]').waitFor();
+  const listed = page.locator('.conversation-open', { hasText: 'What is in these pictures?' });
+  await listed.waitFor();
+  assert.equal(await page.locator('.message.user').count(), 2);
+  assert.equal(await page.locator('.message.user .message-image').count(), 3, 'images come back from browser storage');
+  assert.match(await lastAnswer().locator('.stats').textContent(), /Answer\s*12 tok/);
+
+  await page.getByRole('button', { name: 'New chat', exact: true }).click();
+  assert.equal(await page.locator('.message').count(), 0);
+  await setSettings({ 'Turns of history sent': 0 });
+  await page.getByRole('textbox', { name: 'Question' }).fill('Hello there');
+  await page.getByRole('textbox', { name: 'Question' }).press('Enter');
+  await page.locator('.message.assistant.done').waitFor();
+  assert.equal(await page.locator('.conversation').count(), 2);
+  await listed.click();
+  assert.equal(await page.locator('.message.user').count(), 2);
+  await page.getByRole('textbox', { name: 'Question' }).fill('One more');
+  await page.getByRole('textbox', { name: 'Question' }).press('Enter');
+  await page.locator('.message.assistant').nth(2).and(page.locator('.done')).waitFor();
+  assert.deepEqual(chatBodies.at(-1).messages.map((m) => m.role), ['user'], 'history 0 sends only the question');
+  await setSettings({ 'Turns of history sent': 5 });
+});
+
+test('Read text sends the strict OCR prompt, greedy', async () => {
+  await page.getByRole('button', { name: 'New chat', exact: true }).click();
+  await page.locator('#file-input').setInputFiles(SHAPES);
+  await expectCount('.attachment', 1);
+  await preset('Read text').click();
+  await page.getByRole('button', { name: 'Send' }).click();
+  await page.locator('.message.assistant.done').waitFor();
+  const body = chatBodies.at(-1);
+  assert.equal(body.temperature, 0);
+  const text = body.messages.at(-1).content.find((p) => p.type === 'text').text;
+  assert.match(text, /verbatim/);
+  assert.match(text, /Output only the extracted text/);
+  assert.match(await page.locator('.message.user .chip').textContent(), /Read text/);
+  await preset('Ask').click();
+});
+
+test('a 429 from a busy server shows a banner whose Retry works', async () => {
+  // Another client takes the only slot (there is no queue).
+  const hog = new AbortController();
+  const res = await fetch(`${server.url}/v1/chat/completions`, {
+    method: 'POST', signal: hog.signal, headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'x', stream: true, max_tokens: 90000, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  const reader = res.body.getReader();
+  await reader.read();
+  await page.getByRole('textbox', { name: 'Question' }).fill('Are you busy?');
+  await page.getByRole('textbox', { name: 'Question' }).press('Enter');
+  const banner = page.getByRole('alert');
+  await banner.waitFor();
+  assert.match(await banner.textContent(), /busy/);
+  assert.match(await banner.textContent(), /1 s/);
+  assert.equal(await page.locator('.message.user', { hasText: 'Are you busy?' }).count(), 1, 'the question is kept');
+  await page.screenshot({ path: screenshotPath('desktop-light-429') });
+
+  hog.abort();
+  for (let i = 0; i < 200 && (await metricValue(server, 'qvl_active_requests')) !== 0; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await banner.getByRole('button', { name: 'Retry' }).click();
+  await page.locator('.message.assistant.done').last().waitFor();
+  assert.equal(await banner.isVisible(), false);
+  assert.equal(chatBodies.at(-1).messages.at(-1).content, 'Are you busy?');
+});
+
+test('no request leaves the server origin and the page logs no errors', async () => {
+  assert.deepEqual(foreignRequests(log, server.url), []);
+  assert.ok(log.requests.some((u) => u.includes('/assets/app.')), 'the bundle was loaded');
+  // The 429 of the previous test is the only error the browser logs (as a failed resource).
+  assert.deepEqual(log.errors.filter((e) => !/status of 429/.test(e)), []);
+});
