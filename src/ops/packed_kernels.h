@@ -18,50 +18,48 @@ inline constexpr int64_t kQ4TileBytes = kRows * kCols / 2;
 // How far ahead (bytes) the streaming kernels prefetch weight data.
 inline constexpr int64_t kPrefetchBytes = 1024;
 
-// One group of 4 weight rows [scales][tiles] over nb blocks, dotted with one prepared row of x.
-// Writes the 4 dot products to out[0..3].
+// A run of nb consecutive blocks of one group of 4 weight rows: its fp16 scales (kQ8/kQ4) and its
+// tiles, both starting at the run's first block (matmul splits long rows into runs for m > 1).
+struct GroupSpan {
+  const uint8_t* scales;
+  const uint8_t* data;
+  int64_t nb;
+};
+
+// Quantized activation rows (see quantize_row_scalar), starting at the span's first block; row i
+// is at q + i * stride_blocks * 32, scale + i * stride_blocks, sum + i * stride_blocks.
+struct QuantX {
+  const int8_t* q;
+  const float* scale;
+  const int32_t* sum;
+  int64_t stride_blocks;
+};
+
+// Kernels write the dot products of the span's 4 weight rows with 1, 2 or 3 rows of x to
+// out[4 * x row + weight row].
 //   bf16: x is fp32 (scalar), fp32 with each 16 columns reordered as 8 even then 8 odd (AVX2),
-//         or bf16 (AVX-512).
-//   q8/q4: x quantized by quantize_row: int8 q[nb * 32], scale[nb], sum[nb] (sum of q per block).
-using Bf16GroupKernel = void (*)(const uint8_t* group, int64_t nb, const void* x, float* out);
-// The same for 3 consecutive x rows (x, x + x_stride, x + 2 * x_stride) at once, so the weights are
-// unpacked once for all three; out[4 * x row + weight row]. Used for m > 1.
-using Bf16Group3Kernel = void (*)(const uint8_t* group, int64_t nb, const void* x, size_t x_stride,
-                                  float* out);
-using QuantGroupKernel = void (*)(const uint8_t* group, int64_t nb, const int8_t* xq,
-                                  const float* xscale, const int32_t* xsum, float* out);
+//         or bf16 (AVX-512); the 3-row variants read rows x, x + x_stride, x + 2 * x_stride.
+//   q8/q4: x as QuantX; the 2-row variants read rows 0 and 1.
+using Bf16GroupKernel = void (*)(const GroupSpan& w, const void* x, float* out);
+using Bf16Group3Kernel = void (*)(const GroupSpan& w, const void* x, size_t x_stride, float* out);
+using QuantGroupKernel = void (*)(const GroupSpan& w, const QuantX& x, float* out);
 
-// The same for 2 consecutive quantized x rows (row 1 at xq + nb * 32, xscale + nb, xsum + nb);
-// out[4 * x row + weight row]. Used for m > 1.
-using QuantGroup2Kernel = QuantGroupKernel;
+void bf16_group_scalar(const GroupSpan& w, const void* x, float* out);
+void q8_group_scalar(const GroupSpan& w, const QuantX& x, float* out);
+void q4_group_scalar(const GroupSpan& w, const QuantX& x, float* out);
 
-void bf16_group_scalar(const uint8_t* group, int64_t nb, const void* x, float* out);
-void q8_group_scalar(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                     const int32_t* xsum, float* out);
-void q4_group_scalar(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                     const int32_t* xsum, float* out);
+void bf16_group_avx2(const GroupSpan& w, const void* x, float* out);
+void bf16_group3_avx2(const GroupSpan& w, const void* x, size_t x_stride, float* out);
+void q8_group_avx2(const GroupSpan& w, const QuantX& x, float* out);
+void q4_group_avx2(const GroupSpan& w, const QuantX& x, float* out);
+void q4_group2_avx2(const GroupSpan& w, const QuantX& x, float* out);
 
-void bf16_group_avx2(const uint8_t* group, int64_t nb, const void* x, float* out);
-void bf16_group3_avx2(const uint8_t* group, int64_t nb, const void* x, size_t x_stride, float* out);
-void q8_group_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                   const int32_t* xsum, float* out);
-void q4_group_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                   const int32_t* xsum, float* out);
-
-void q4_group2_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                    const int32_t* xsum, float* out);
-
-void bf16_group_avx512(const uint8_t* group, int64_t nb, const void* x, float* out);
-void bf16_group3_avx512(const uint8_t* group, int64_t nb, const void* x, size_t x_stride,
-                        float* out);
-void q8_group_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                     const int32_t* xsum, float* out);
-void q4_group_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                     const int32_t* xsum, float* out);
-void q8_group2_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                      const int32_t* xsum, float* out);
-void q4_group2_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                      const int32_t* xsum, float* out);
+void bf16_group_avx512(const GroupSpan& w, const void* x, float* out);
+void bf16_group3_avx512(const GroupSpan& w, const void* x, size_t x_stride, float* out);
+void q8_group_avx512(const GroupSpan& w, const QuantX& x, float* out);
+void q8_group2_avx512(const GroupSpan& w, const QuantX& x, float* out);
+void q4_group_avx512(const GroupSpan& w, const QuantX& x, float* out);
+void q4_group2_avx512(const GroupSpan& w, const QuantX& x, float* out);
 
 // Quantizes one activation row of k = nb * 32 values per block of 32: scale = absmax / 127,
 // q = round-to-nearest-even(x * (127 / absmax)) in [-127, 127], sum = sum of q. The AVX2 variant

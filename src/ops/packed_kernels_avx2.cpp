@@ -67,13 +67,13 @@ void quantize_row_avx2(const float* x, int64_t nb, int8_t* q, float* scale, int3
   }
 }
 
-void bf16_group_avx2(const uint8_t* group, int64_t nb, const void* x, float* out) {
+void bf16_group_avx2(const GroupSpan& w, const void* x, float* out) {
   const float* xf = static_cast<const float*>(x);
   const __m256i high_half = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   __m256 even[kRows], odd[kRows];
   for (int r = 0; r < kRows; ++r) even[r] = odd[r] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* tile = group + b * kBf16TileBytes;
+  for (int64_t b = 0; b < w.nb; ++b) {
+    const uint8_t* tile = w.data + b * kBf16TileBytes;
     for (int64_t line = 0; line < kBf16TileBytes; line += 64)
       prefetch(tile + kPrefetchBytes + line);
     for (int c = 0; c < 2; ++c) {  // two chunks of 16 columns
@@ -90,8 +90,7 @@ void bf16_group_avx2(const uint8_t* group, int64_t nb, const void* x, float* out
   for (int r = 0; r < kRows; ++r) out[r] = sum8(_mm256_add_ps(even[r], odd[r]));
 }
 
-void bf16_group3_avx2(const uint8_t* group, int64_t nb, const void* x, size_t x_stride,
-                      float* out) {
+void bf16_group3_avx2(const GroupSpan& w, const void* x, size_t x_stride, float* out) {
   constexpr int kX = 3;
   const auto* x0 = static_cast<const uint8_t*>(x);
   const __m256i high_half = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
@@ -99,8 +98,8 @@ void bf16_group3_avx2(const uint8_t* group, int64_t nb, const void* x, size_t x_
   for (int i = 0; i < kX; ++i) {
     for (int r = 0; r < kRows; ++r) acc[i][r] = _mm256_setzero_ps();
   }
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* tile = group + b * kBf16TileBytes;
+  for (int64_t b = 0; b < w.nb; ++b) {
+    const uint8_t* tile = w.data + b * kBf16TileBytes;
     for (int c = 0; c < 2; ++c) {
       const int64_t col = b * kCols + c * 16;
       for (int r = 0; r < kRows; ++r) {
@@ -121,16 +120,15 @@ void bf16_group3_avx2(const uint8_t* group, int64_t nb, const void* x, size_t x_
   }
 }
 
-void q8_group_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                   const int32_t* /*xsum*/, float* out) {
-  const uint8_t* data = group + nb * kScaleBytes;
+void q8_group_avx2(const GroupSpan& w, const QuantX& x, float* out) {
+  const uint8_t* data = w.data;
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc = _mm256_setzero_ps();  // [r0 r1 r2 r3 | r0 r1 r2 r3]
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = 0; b < w.nb; ++b) {
     const uint8_t* tile = data + b * kQ8TileBytes;
     prefetch(tile + kPrefetchBytes);
     prefetch(tile + kPrefetchBytes + 64);
-    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + b * kCols));
+    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b * kCols));
     const __m256i ax = _mm256_abs_epi8(xv);
     __m256i dot[kRows];
     for (int r = 0; r < kRows; ++r) {
@@ -140,30 +138,29 @@ void q8_group_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const flo
     }
     const __m256i sums =
         _mm256_hadd_epi32(_mm256_hadd_epi32(dot[0], dot[1]), _mm256_hadd_epi32(dot[2], dot[3]));
-    const __m128 s = block_scales(group, b, xscale[b]);
+    const __m128 s = block_scales(w.scales, b, x.scale[b]);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set_m128(s, s), acc);
   }
   const __m128 total = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
   _mm_storeu_ps(out, total);
 }
 
-void q4_group_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                   const int32_t* xsum, float* out) {
-  const uint8_t* data = group + nb * kScaleBytes;
+void q4_group_avx2(const GroupSpan& w, const QuantX& x, float* out) {
+  const uint8_t* data = w.data;
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i first_of_row = _mm256_setr_epi32(-1, 0, 0, 0, -1, 0, 0, 0);
   const __m256i rows01 = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
   const __m256i rows23 = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
   __m256 acc01 = _mm256_setzero_ps(), acc23 = _mm256_setzero_ps();  // 4 lanes per row
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = 0; b < w.nb; ++b) {
     const uint8_t* tile = data + b * kQ4TileBytes;
     prefetch(tile + kPrefetchBytes);
-    const auto* xb = reinterpret_cast<const __m128i*>(xq + b * kCols);
+    const auto* xb = reinterpret_cast<const __m128i*>(x.q + b * kCols);
     const __m256i xlo = _mm256_broadcastsi128_si256(_mm_loadu_si128(xb));
     const __m256i xhi = _mm256_broadcastsi128_si256(_mm_loadu_si128(xb + 1));
     // Nibbles are q + 8: subtract 8 * sum(x) once per row (in one of its 4 lanes).
-    const __m256i offset = _mm256_and_si256(_mm256_set1_epi32(8 * xsum[b]), first_of_row);
+    const __m256i offset = _mm256_and_si256(_mm256_set1_epi32(8 * x.sum[b]), first_of_row);
     __m256 dot[2];
     for (int h = 0; h < 2; ++h) {  // rows 0-1, then rows 2-3 (16 bytes per row)
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + h * 32));
@@ -173,7 +170,7 @@ void q4_group_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const flo
           _mm256_add_epi16(_mm256_maddubs_epi16(lo, xlo), _mm256_maddubs_epi16(hi, xhi));
       dot[h] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_madd_epi16(pairs, ones), offset));
     }
-    const __m256 s = _mm256_castps128_ps256(block_scales(group, b, xscale[b]));
+    const __m256 s = _mm256_castps128_ps256(block_scales(w.scales, b, x.scale[b]));
     acc01 = _mm256_fmadd_ps(dot[0], _mm256_permutevar8x32_ps(s, rows01), acc01);
     acc23 = _mm256_fmadd_ps(dot[1], _mm256_permutevar8x32_ps(s, rows23), acc23);
   }
@@ -187,10 +184,9 @@ void q4_group_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const flo
 
 namespace qvl::ops::kernels {
 
-void q4_group2_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                    const int32_t* xsum, float* out) {
+void q4_group2_avx2(const GroupSpan& w, const QuantX& x, float* out) {
   constexpr int kX = 2;
-  const uint8_t* data = group + nb * kScaleBytes;
+  const uint8_t* data = w.data;
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i first_of_row = _mm256_setr_epi32(-1, 0, 0, 0, -1, 0, 0, 0);
@@ -198,7 +194,7 @@ void q4_group2_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const fl
   const __m256i rows23 = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
   __m256 acc[kX][2];
   for (int i = 0; i < kX; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = 0; b < w.nb; ++b) {
     const uint8_t* tile = data + b * kQ4TileBytes;
     __m256i lo[2], hi[2];
     for (int h = 0; h < 2; ++h) {  // unpacked once, used for both x rows
@@ -207,13 +203,13 @@ void q4_group2_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const fl
       hi[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
     }
     const __m128i scale_bits =
-        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + b * kScaleBytes));
+        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.scales + b * kScaleBytes));
     for (int i = 0; i < kX; ++i) {  // the same arithmetic as q4_group_avx2, row by row
-      const int64_t xb = i * nb + b;
-      const auto* xv = reinterpret_cast<const __m128i*>(xq + xb * kCols);
+      const int64_t xb = i * x.stride_blocks + b;
+      const auto* xv = reinterpret_cast<const __m128i*>(x.q + xb * kCols);
       const __m256i xlo = _mm256_broadcastsi128_si256(_mm_loadu_si128(xv));
       const __m256i xhi = _mm256_broadcastsi128_si256(_mm_loadu_si128(xv + 1));
-      const __m256i offset = _mm256_and_si256(_mm256_set1_epi32(8 * xsum[xb]), first_of_row);
+      const __m256i offset = _mm256_and_si256(_mm256_set1_epi32(8 * x.sum[xb]), first_of_row);
       __m256 dot[2];
       for (int h = 0; h < 2; ++h) {
         const __m256i pairs =
@@ -221,7 +217,7 @@ void q4_group2_avx2(const uint8_t* group, int64_t nb, const int8_t* xq, const fl
         dot[h] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_madd_epi16(pairs, ones), offset));
       }
       const __m256 s =
-          _mm256_castps128_ps256(_mm_mul_ps(_mm_cvtph_ps(scale_bits), _mm_set1_ps(xscale[xb])));
+          _mm256_castps128_ps256(_mm_mul_ps(_mm_cvtph_ps(scale_bits), _mm_set1_ps(x.scale[xb])));
       acc[i][0] = _mm256_fmadd_ps(dot[0], _mm256_permutevar8x32_ps(s, rows01), acc[i][0]);
       acc[i][1] = _mm256_fmadd_ps(dot[1], _mm256_permutevar8x32_ps(s, rows23), acc[i][1]);
     }

@@ -35,12 +35,12 @@ inline void sum_lanes(__m512 v, int width, float* out) {
 
 }  // namespace
 
-void bf16_group_avx512(const uint8_t* group, int64_t nb, const void* x, float* out) {
+void bf16_group_avx512(const GroupSpan& w, const void* x, float* out) {
   const auto* xb = static_cast<const uint16_t*>(x);
   __m512 acc[kRows];
   for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* tile = group + b * kBf16TileBytes;
+  for (int64_t b = 0; b < w.nb; ++b) {
+    const uint8_t* tile = w.data + b * kBf16TileBytes;
     for (int64_t line = 0; line < kBf16TileBytes; line += 64)
       prefetch(tile + kPrefetchBytes + line);
     const __m512bh xv = (__m512bh)load512(xb + b * kCols);
@@ -51,16 +51,15 @@ void bf16_group_avx512(const uint8_t* group, int64_t nb, const void* x, float* o
   for (int r = 0; r < kRows; ++r) sum_lanes(acc[r], 16, out + r);
 }
 
-void bf16_group3_avx512(const uint8_t* group, int64_t nb, const void* x, size_t x_stride,
-                        float* out) {
+void bf16_group3_avx512(const GroupSpan& w, const void* x, size_t x_stride, float* out) {
   constexpr int kX = 3;
   const auto* x0 = static_cast<const uint8_t*>(x);
   __m512 acc[kX][kRows];
   for (int i = 0; i < kX; ++i) {
     for (int r = 0; r < kRows; ++r) acc[i][r] = _mm512_setzero_ps();
   }
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* tile = group + b * kBf16TileBytes;
+  for (int64_t b = 0; b < w.nb; ++b) {
+    const uint8_t* tile = w.data + b * kBf16TileBytes;
     __m512bh xv[kX];
     for (int i = 0; i < kX; ++i) {
       xv[i] = (__m512bh)load512(reinterpret_cast<const uint16_t*>(x0 + i * x_stride) + b * kCols);
@@ -80,31 +79,30 @@ namespace {
 // kX consecutive x rows (row i at xq + i * nb * 32, xscale + i * nb, xsum + i * nb) against one
 // group; the weights are loaded and unpacked once for all of them.
 template <int kX>
-void q8_rows(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-             const int32_t* xsum, float* out) {
-  const uint8_t* data = group + nb * kScaleBytes;
+void q8_rows(const GroupSpan& w, const QuantX& x, float* out) {
+  const uint8_t* data = w.data;
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i rows01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const __m512i rows23 = _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
   __m512 acc[kX][2];  // 8 lanes per weight row
   for (int i = 0; i < kX; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = 0; b < w.nb; ++b) {
     const uint8_t* tile = data + b * kQ8TileBytes;
     prefetch(tile + kPrefetchBytes);
     prefetch(tile + kPrefetchBytes + 64);
     // vpdpbusd wants unsigned weights: (q + 128) * x, then 128 * sum(x) off one lane per row.
-    const __m512i w[2] = {_mm512_xor_si512(load512(tile), flip),
-                          _mm512_xor_si512(load512(tile + 64), flip)};
+    const __m512i wu[2] = {_mm512_xor_si512(load512(tile), flip),
+                           _mm512_xor_si512(load512(tile + 64), flip)};
     const __m128 row_scales =
-        _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + b * kScaleBytes)));
+        _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.scales + b * kScaleBytes)));
     for (int i = 0; i < kX; ++i) {
-      const int64_t xb = i * nb + b;
+      const int64_t xb = i * x.stride_blocks + b;
       const __m512i xv = _mm512_broadcast_i64x4(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + xb * kCols)));
-      const __m512i offset = _mm512_set1_epi32(128 * xsum[xb]);
-      const __m512 s = _mm512_castps128_ps512(_mm_mul_ps(row_scales, _mm_set1_ps(xscale[xb])));
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + xb * kCols)));
+      const __m512i offset = _mm512_set1_epi32(128 * x.sum[xb]);
+      const __m512 s = _mm512_castps128_ps512(_mm_mul_ps(row_scales, _mm_set1_ps(x.scale[xb])));
       for (int h = 0; h < 2; ++h) {
-        __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[h], xv);
+        __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wu[h], xv);
         d = _mm512_mask_sub_epi32(d, 0x0101, d, offset);
         acc[i][h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d),
                                     _mm512_permutexvar_ps(h == 0 ? rows01 : rows23, s), acc[i][h]);
@@ -118,31 +116,30 @@ void q8_rows(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xs
 }
 
 template <int kX>
-void q4_rows(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-             const int32_t* xsum, float* out) {
-  const uint8_t* data = group + nb * kScaleBytes;
+void q4_rows(const GroupSpan& w, const QuantX& x, float* out) {
+  const uint8_t* data = w.data;
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   const __m512i rows = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   __m512 acc[kX];  // 4 lanes per weight row
   for (int i = 0; i < kX; ++i) acc[i] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = 0; b < w.nb; ++b) {
     const uint8_t* tile = data + b * kQ4TileBytes;
     prefetch(tile + kPrefetchBytes);
     const __m512i v = load512(tile);  // 16 bytes per row
     const __m512i lo = _mm512_and_si512(v, low4);
     const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
     const __m128 row_scales =
-        _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + b * kScaleBytes)));
+        _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.scales + b * kScaleBytes)));
     for (int i = 0; i < kX; ++i) {
-      const int64_t xb = i * nb + b;
-      const auto* xv = reinterpret_cast<const __m128i*>(xq + xb * kCols);
+      const int64_t xb = i * x.stride_blocks + b;
+      const auto* xv = reinterpret_cast<const __m128i*>(x.q + xb * kCols);
       const __m512i xlo = _mm512_broadcast_i32x4(_mm_loadu_si128(xv));
       const __m512i xhi = _mm512_broadcast_i32x4(_mm_loadu_si128(xv + 1));
       __m512i d =
           _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo), hi, xhi);
       // Nibbles are q + 8: subtract 8 * sum(x) once per row.
-      d = _mm512_mask_sub_epi32(d, 0x1111, d, _mm512_set1_epi32(8 * xsum[xb]));
-      const __m512 s = _mm512_castps128_ps512(_mm_mul_ps(row_scales, _mm_set1_ps(xscale[xb])));
+      d = _mm512_mask_sub_epi32(d, 0x1111, d, _mm512_set1_epi32(8 * x.sum[xb]));
+      const __m512 s = _mm512_castps128_ps512(_mm_mul_ps(row_scales, _mm_set1_ps(x.scale[xb])));
       acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_permutexvar_ps(rows, s), acc[i]);
     }
   }
@@ -151,21 +148,17 @@ void q4_rows(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xs
 
 }  // namespace
 
-void q8_group_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                     const int32_t* xsum, float* out) {
-  q8_rows<1>(group, nb, xq, xscale, xsum, out);
+void q8_group_avx512(const GroupSpan& w, const QuantX& x, float* out) {
+  q8_rows<1>(w, x, out);
 }
-void q8_group2_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                      const int32_t* xsum, float* out) {
-  q8_rows<2>(group, nb, xq, xscale, xsum, out);
+void q8_group2_avx512(const GroupSpan& w, const QuantX& x, float* out) {
+  q8_rows<2>(w, x, out);
 }
-void q4_group_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                     const int32_t* xsum, float* out) {
-  q4_rows<1>(group, nb, xq, xscale, xsum, out);
+void q4_group_avx512(const GroupSpan& w, const QuantX& x, float* out) {
+  q4_rows<1>(w, x, out);
 }
-void q4_group2_avx512(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                      const int32_t* xsum, float* out) {
-  q4_rows<2>(group, nb, xq, xscale, xsum, out);
+void q4_group2_avx512(const GroupSpan& w, const QuantX& x, float* out) {
+  q4_rows<2>(w, x, out);
 }
 
 }  // namespace qvl::ops::kernels

@@ -42,16 +42,16 @@ void quantize_row_scalar(const float* x, int64_t nb, int8_t* q, float* scale, in
   }
 }
 
-void bf16_group_scalar(const uint8_t* group, int64_t nb, const void* x, float* out) {
+void bf16_group_scalar(const GroupSpan& w, const void* x, float* out) {
   const float* xf = static_cast<const float*>(x);
   float acc[kRows] = {0, 0, 0, 0};
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* tile = group + b * kBf16TileBytes;
+  for (int64_t b = 0; b < w.nb; ++b) {
+    const uint8_t* tile = w.data + b * kBf16TileBytes;
     for (int64_t r = 0; r < kRows; ++r) {
       for (int64_t j = 0; j < kCols; ++j) {
-        uint16_t w;
-        std::memcpy(&w, tile + (r * kCols + j) * 2, 2);
-        acc[r] += bf16_to_f32(w) * xf[b * kCols + j];
+        uint16_t h;
+        std::memcpy(&h, tile + (r * kCols + j) * 2, 2);
+        acc[r] += bf16_to_f32(h) * xf[b * kCols + j];
       }
     }
   }
@@ -66,36 +66,34 @@ float scale_at(const uint8_t* scales, int64_t b, int64_t r) {
 }
 }  // namespace
 
-void q8_group_scalar(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                     const int32_t* /*xsum*/, float* out) {
-  const auto* data = reinterpret_cast<const int8_t*>(group + nb * kScaleBytes);
+void q8_group_scalar(const GroupSpan& w, const QuantX& x, float* out) {
+  const auto* data = reinterpret_cast<const int8_t*>(w.data);
   float acc[kRows] = {0, 0, 0, 0};
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = 0; b < w.nb; ++b) {
     const int8_t* tile = data + b * kQ8TileBytes;
-    const int8_t* xb = xq + b * kCols;
+    const int8_t* xb = x.q + b * kCols;
     for (int64_t r = 0; r < kRows; ++r) {
       int32_t dot = 0;
       for (int64_t j = 0; j < kCols; ++j) dot += tile[r * kCols + j] * xb[j];
-      acc[r] += static_cast<float>(dot) * (scale_at(group, b, r) * xscale[b]);
+      acc[r] += static_cast<float>(dot) * (scale_at(w.scales, b, r) * x.scale[b]);
     }
   }
   for (int64_t r = 0; r < kRows; ++r) out[r] = acc[r];
 }
 
-void q4_group_scalar(const uint8_t* group, int64_t nb, const int8_t* xq, const float* xscale,
-                     const int32_t* /*xsum*/, float* out) {
-  const uint8_t* data = group + nb * kScaleBytes;
+void q4_group_scalar(const GroupSpan& w, const QuantX& x, float* out) {
+  const uint8_t* data = w.data;
   float acc[kRows] = {0, 0, 0, 0};
-  for (int64_t b = 0; b < nb; ++b) {
+  for (int64_t b = 0; b < w.nb; ++b) {
     const uint8_t* tile = data + b * kQ4TileBytes;
-    const int8_t* xb = xq + b * kCols;
+    const int8_t* xb = x.q + b * kCols;
     for (int64_t r = 0; r < kRows; ++r) {
       int32_t dot = 0;
       for (int64_t j = 0; j < kCols / 2; ++j) {
         const uint8_t packed = tile[r * (kCols / 2) + j];
         dot += ((packed & 0x0f) - 8) * xb[j] + ((packed >> 4) - 8) * xb[j + kCols / 2];
       }
-      acc[r] += static_cast<float>(dot) * (scale_at(group, b, r) * xscale[b]);
+      acc[r] += static_cast<float>(dot) * (scale_at(w.scales, b, r) * x.scale[b]);
     }
   }
   for (int64_t r = 0; r < kRows; ++r) out[r] = acc[r];

@@ -115,82 +115,101 @@ struct Dispatch {
   kernels::QuantGroupKernel q8;
   kernels::QuantGroupKernel q4;
   kernels::Bf16Group3Kernel bf16_x3 = nullptr;  // optional multi-row variants
-  kernels::QuantGroup2Kernel q8_x2 = nullptr;
-  kernels::QuantGroup2Kernel q4_x2 = nullptr;
+  kernels::QuantGroupKernel q8_x2 = nullptr;
+  kernels::QuantGroupKernel q4_x2 = nullptr;
 };
 
 Dispatch kernels_for(IsaLevel isa) {
+  using namespace kernels;  // NOLINT: a table of kernel names
   switch (isa) {
     case IsaLevel::kAvx512:
-      return {kernels::bf16_group_avx512,  kernels::q8_group_avx512,  kernels::q4_group_avx512,
-              kernels::bf16_group3_avx512, kernels::q8_group2_avx512, kernels::q4_group2_avx512};
+      return {bf16_group_avx512,  q8_group_avx512,  q4_group_avx512,
+              bf16_group3_avx512, q8_group2_avx512, q4_group2_avx512};
     case IsaLevel::kAvx2:
-      return {kernels::bf16_group_avx2,
-              kernels::q8_group_avx2,
-              kernels::q4_group_avx2,
-              kernels::bf16_group3_avx2,
-              nullptr,
-              kernels::q4_group2_avx2};
+      return {bf16_group_avx2,  q8_group_avx2, q4_group_avx2,
+              bf16_group3_avx2, nullptr,       q4_group2_avx2};
     case IsaLevel::kScalar:
       break;
   }
-  return {kernels::bf16_group_scalar, kernels::q8_group_scalar, kernels::q4_group_scalar};
+  return {bf16_group_scalar, q8_group_scalar, q4_group_scalar};
 }
 
-int64_t packed_group_bytes(QuantType type, int64_t nb) {
-  return static_cast<int64_t>(packed_size_bytes(type, kRows, nb * kCols));
-}
+// Cache blocking for m > 1 (sized for a 512 KB L2): a pass takes kGroupsPerPass groups and
+// kSpanBlocks blocks (512 columns) of them against up to kXBlock rows of x, so the weight spans
+// (<= 64 KB) stay cached for all those rows and the x block (<= 96 KB) for all the groups.
+// m == 1 streams each group from start to end instead.
+constexpr int64_t kGroupsPerPass = 16;
+constexpr int64_t kSpanBlocks = 16;
+constexpr int64_t kXBlock = 48;
 
 void matmul_on(IsaLevel isa, const float* x, int64_t m, const PackedMatrix& w, const float* bias,
                float* y) {
+  const QuantType type = w.type();
   const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
   const int64_t groups = (n + kRows - 1) / kRows;
-  const int64_t gbytes = packed_group_bytes(w.type(), nb);
+  const int64_t gbytes = static_cast<int64_t>(packed_size_bytes(type, kRows, k));
+  const int64_t scale_bytes = type == QuantType::kBF16 ? 0 : nb * kernels::kScaleBytes;
+  const int64_t tile_bytes = type == QuantType::kBF16 ? kernels::kBf16TileBytes
+                             : type == QuantType::kQ8 ? kernels::kQ8TileBytes
+                                                      : kernels::kQ4TileBytes;
   const PreparedX px =
-      w.type() == QuantType::kBF16 ? prepare_bf16(x, m, k, isa) : prepare_quantized(x, m, k, isa);
+      type == QuantType::kBF16 ? prepare_bf16(x, m, k, isa) : prepare_quantized(x, m, k, isa);
+  const size_t x_elem_bytes = type == QuantType::kBF16 ? px.row_bytes / static_cast<size_t>(k) : 1;
   const Dispatch kernel = kernels_for(isa);
-  const QuantType type = w.type();
   const auto* weights = static_cast<const uint8_t*>(w.bytes());
-  // Blocking for m > 1: a few groups (L1/L2-resident) against a block of x rows (~256 KB), so
-  // each weight tile is read from memory once per x block instead of once per x row.
-  constexpr int64_t kGroupsPerPass = 8;
-  const int64_t x_row_bytes = type == QuantType::kBF16 ? static_cast<int64_t>(px.row_bytes) : k;
-  const int64_t x_block = std::clamp<int64_t>((256 << 10) / x_row_bytes, 1, 64);
+  const int64_t span = m == 1 ? nb : std::min(nb, kSpanBlocks);
+
+  // Adds (or, for the first span, stores) the 4 outputs of group rows r0.. for x rows i...
+  const auto emit = [&](const float* out, int64_t count, int64_t i, int64_t r0, bool first) {
+    const int64_t rn = std::min(kRows, n - r0);
+    for (int64_t d = 0; d < count; ++d) {
+      float* yi = y + (i + d) * n + r0;
+      const float* o = out + d * kRows;
+      for (int64_t r = 0; r < rn; ++r) {
+        yi[r] = first ? (bias ? o[r] + bias[r0 + r] : o[r]) : yi[r] + o[r];
+      }
+    }
+  };
 
   ThreadPool::global().parallel_for(static_cast<size_t>(groups), [&](size_t b0, size_t b1) {
     const int64_t g_begin = static_cast<int64_t>(b0), g_end = static_cast<int64_t>(b1);
     for (int64_t gp = g_begin; gp < g_end; gp += kGroupsPerPass) {
       const int64_t gp_end = std::min(g_end, gp + kGroupsPerPass);
-      for (int64_t i0 = 0; i0 < m; i0 += x_block) {
-        const int64_t i1 = std::min(m, i0 + x_block);
-        for (int64_t g = gp; g < gp_end; ++g) {
-          const uint8_t* group = weights + g * gbytes;
-          const int64_t r0 = g * kRows, rn = std::min(kRows, n - r0);
-          for (int64_t i = i0; i < i1;) {
-            float out[3 * kRows];
-            int64_t done = 1;
-            if (type == QuantType::kBF16) {
-              const uint8_t* xi = static_cast<const uint8_t*>(px.bf16_rows) + i * px.row_bytes;
-              if (kernel.bf16_x3 != nullptr && i + 3 <= i1) {
-                kernel.bf16_x3(group, nb, xi, px.row_bytes, out);
-                done = 3;
+      for (int64_t i0 = 0; i0 < m; i0 += kXBlock) {
+        const int64_t i1 = std::min(m, i0 + kXBlock);
+        for (int64_t s0 = 0; s0 < nb; s0 += span) {
+          for (int64_t g = gp; g < gp_end; ++g) {
+            const uint8_t* group = weights + g * gbytes;
+            const kernels::GroupSpan ws{group + s0 * kernels::kScaleBytes,
+                                        group + scale_bytes + s0 * tile_bytes,
+                                        std::min(span, nb - s0)};
+            for (int64_t i = i0; i < i1;) {
+              float out[3 * kRows];
+              int64_t rows = 1;
+              if (type == QuantType::kBF16) {
+                const uint8_t* xi = static_cast<const uint8_t*>(px.bf16_rows) + i * px.row_bytes +
+                                    s0 * kCols * x_elem_bytes;
+                if (kernel.bf16_x3 != nullptr && i + 3 <= i1) {
+                  kernel.bf16_x3(ws, xi, px.row_bytes, out);
+                  rows = 3;
+                } else {
+                  kernel.bf16(ws, xi, out);
+                }
               } else {
-                kernel.bf16(group, nb, xi, out);
+                const bool q8 = type == QuantType::kQ8;
+                kernels::QuantGroupKernel fn = q8 ? kernel.q8 : kernel.q4;
+                const kernels::QuantGroupKernel fn2 = q8 ? kernel.q8_x2 : kernel.q4_x2;
+                if (fn2 != nullptr && i + 2 <= i1) {
+                  fn = fn2;
+                  rows = 2;
+                }
+                fn(ws,
+                   kernels::QuantX{px.q + i * k + s0 * kCols, px.scale + i * nb + s0,
+                                   px.sum + i * nb + s0, nb},
+                   out);
               }
-            } else {
-              const bool q8 = type == QuantType::kQ8;
-              kernels::QuantGroupKernel fn = q8 ? kernel.q8 : kernel.q4;
-              const kernels::QuantGroup2Kernel fn2 = q8 ? kernel.q8_x2 : kernel.q4_x2;
-              if (fn2 != nullptr && i + 2 <= i1) {
-                fn = fn2;
-                done = 2;
-              }
-              fn(group, nb, px.q + i * k, px.scale + i * nb, px.sum + i * nb, out);
-            }
-            for (int64_t d = 0; d < done; ++d, ++i) {
-              float* yi = y + i * n + r0;
-              const float* o = out + d * kRows;
-              for (int64_t r = 0; r < rn; ++r) yi[r] = bias ? o[r] + bias[r0 + r] : o[r];
+              emit(out, rows, i, g * kRows, s0 == 0);
+              i += rows;
             }
           }
         }

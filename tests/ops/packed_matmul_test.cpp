@@ -104,7 +104,7 @@ TEST(PackedMatmul, MatchesReferenceForEveryTypeIsaAndShape) {
 TEST(PackedMatmul, LargeBatchUsesTheSameResultsAsSingleRows) {
   // The blocked m > 1 path (multi-row kernels) must give each row what the m == 1 GEMV gives it,
   // up to fp32 summation order.
-  const int64_t n = 21, k = 512, m = 70;
+  const int64_t n = 21, k = 1120, m = 70;  // 35 blocks: spans of 16, 16, 3; x blocks of 48, 22
   const auto w = random_vector(static_cast<size_t>(n * k), 20, 0.05f);
   const auto x = random_vector(static_cast<size_t>(m * k), 21, 1.0f);
   for (IsaLevel isa : available_isas()) {
