@@ -218,7 +218,8 @@ void Server::install_routes() {
            [this](const httplib::Request&, httplib::Response& res) { handle_metrics(res); });
   http.Get("/v1/models",
            [this](const httplib::Request&, httplib::Response& res) { handle_models(res); });
-  http.Get("/props", [this](const httplib::Request&, httplib::Response& res) { handle_props(res); });
+  http.Get("/props",
+           [this](const httplib::Request&, httplib::Response& res) { handle_props(res); });
   install_web_routes(http);
   http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
     handle_tokenize(req, res);
@@ -277,28 +278,27 @@ void Server::handle_props(httplib::Response& res) {
   const ModelInfo& info = engine->info();
   const SamplingParams& sampling = info.default_sampling;
   const RequestLimits& limits = options_.limits;
-  json props = {
-      {"model", model_id()},
-      {"context_length", info.context_length},
-      {"default_sampling",
-       {{"temperature", sampling.temperature},
-        {"top_p", sampling.top_p},
-        {"top_k", sampling.top_k},
-        {"min_p", sampling.min_p},
-        {"repetition_penalty", sampling.repetition_penalty},
-        {"presence_penalty", sampling.presence_penalty},
-        {"frequency_penalty", sampling.frequency_penalty},
-        {"max_tokens", sampling.max_tokens}}},
-      {"image",
-       {{"pixels_per_token", 32 * 32},
-        {"min_tokens", info.image_min_tokens},
-        {"max_tokens", info.image_max_tokens},
-        {"low_detail_max_tokens", limits.low_detail_max_tokens},
-        {"high_detail_max_tokens", limits.high_detail_max_tokens},
-        {"max_total_tokens", limits.max_total_image_tokens},
-        {"max_images_per_request", limits.max_images},
-        {"max_image_bytes", limits.max_image_bytes}}},
-      {"max_body_bytes", options_.max_body_bytes}};
+  json props = {{"model", model_id()},
+                {"context_length", info.context_length},
+                {"default_sampling",
+                 {{"temperature", sampling.temperature},
+                  {"top_p", sampling.top_p},
+                  {"top_k", sampling.top_k},
+                  {"min_p", sampling.min_p},
+                  {"repetition_penalty", sampling.repetition_penalty},
+                  {"presence_penalty", sampling.presence_penalty},
+                  {"frequency_penalty", sampling.frequency_penalty},
+                  {"max_tokens", sampling.max_tokens}}},
+                {"image",
+                 {{"pixels_per_token", 32 * 32},
+                  {"min_tokens", info.image_min_tokens},
+                  {"max_tokens", info.image_max_tokens},
+                  {"low_detail_max_tokens", limits.low_detail_max_tokens},
+                  {"high_detail_max_tokens", limits.high_detail_max_tokens},
+                  {"max_total_tokens", limits.max_total_image_tokens},
+                  {"max_images_per_request", limits.max_images},
+                  {"max_image_bytes", limits.max_image_bytes}}},
+                {"max_body_bytes", options_.max_body_bytes}};
   send_json(res, 200, props);
 }
 

@@ -2,9 +2,9 @@
 //
 // Endpoints: POST /v1/chat/completions, GET /v1/models, GET /props (defaults for clients:
 // sampling, image token budgets, context length), POST /tokenize, GET /health, GET /metrics,
-// and the embedded web page at / (web_assets.h). The model loads on a background thread; /health says 503 "loading" until it is
-// ready and never touches the model. See chat_request.h for the accepted request fields and
-// the image `detail` budgets.
+// and the embedded web page at / (web_assets.h). The model loads on a background thread; /health
+// says 503 "loading" until it is ready and never touches the model. See chat_request.h for the
+// accepted request fields and the image `detail` budgets.
 #pragma once
 
 #include <atomic>

@@ -15,7 +15,7 @@ struct WebAsset {
   std::string_view path;          // URL path, e.g. "/" or "/assets/app.1a2b3c4d5e6f.js"
   std::string_view content_type;  // with charset for text
   std::string_view body;
-  std::string_view etag;  // quoted content hash
+  std::string_view etag;   // quoted content hash
   bool immutable = false;  // the name carries the content hash: cache forever
 };
 

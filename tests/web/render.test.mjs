@@ -3,6 +3,7 @@
 // screenshots at desktop and phone width in light and dark.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { MODEL_DIR, startServer } from '../server/helpers.mjs';
 import { foreignRequests, launchBrowser, openPage, screenshotPath, sseBody } from './browser.mjs';
@@ -179,6 +180,20 @@ test('400, connection loss and 429 show a banner with a working retry', async ()
   assert.equal(await page.locator('.message.user', { hasText: 'Break it' }).count(), 1);
 });
 
+test('pasting an image attaches it', async () => {
+  // An image this conversation has not seen (a known one would keep its first name).
+  const b64 = readFileSync(path.join(MODEL_DIR, 'images', 'a_iv_checker_400x336.png')).toString('base64');
+  await question().focus();
+  await page.evaluate((data) => {
+    const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([bytes], 'screenshot.png', { type: 'image/png' }));
+    document.getElementById('prompt').dispatchEvent(new ClipboardEvent('paste', { clipboardData: transfer, bubbles: true, cancelable: true }));
+  }, b64);
+  await page.getByRole('button', { name: 'Remove screenshot.png' }).click();
+  assert.equal(await page.locator('.attachment').count(), 0);
+});
+
 test('clear empties the conversation', async () => {
   await page.getByRole('button', { name: 'Clear this conversation' }).click();
   await page.locator('#empty-state').waitFor();
@@ -206,6 +221,7 @@ test('screenshots at desktop and phone width, light and dark, all focusable cont
     .map((el) => el.outerHTML.slice(0, 80)));
   assert.deepEqual(unlabelled, []);
 
+  await page.locator('.grounding').first().screenshot({ path: screenshotPath('desktop-light-boxes') });
   for (const scheme of ['light', 'dark']) {
     await page.emulateMedia({ colorScheme: scheme });
     await page.setViewportSize({ width: 1280, height: 860 });
