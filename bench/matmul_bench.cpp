@@ -62,9 +62,10 @@ void run_matmul(benchmark::State& state, QuantType type, int64_t m, int64_t rows
     benchmark::ClobberMemory();
   }
   const auto iterations = static_cast<int64_t>(state.iterations());
-  state.SetBytesProcessed(iterations * static_cast<int64_t>(w.size_bytes()));
   state.counters["threads"] = qvl::ThreadPool::global().size();
-  if (m > 1) {
+  if (m == 1) {
+    state.SetBytesProcessed(iterations * static_cast<int64_t>(w.size_bytes()));
+  } else {
     state.counters["GFLOP/s"] = benchmark::Counter(
         2e-9 * static_cast<double>(m * rows * cols) * static_cast<double>(iterations),
         benchmark::Counter::kIsRate);
