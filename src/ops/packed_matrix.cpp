@@ -45,15 +45,23 @@ void check_shape(QuantType type, int64_t rows, int64_t cols) {
   }
 }
 
-// Symmetric round-to-nearest quantization of one block against its fp16-rounded scale.
+// Symmetric round-to-nearest quantization of one block against its fp16-rounded scale. Written
+// to vectorise: packing the whole model at load time must take seconds, not minutes.
 void quantize_block(const float* w, float qmax, uint16_t* scale_out, int8_t* q) {
   float amax = 0;
-  for (int64_t j = 0; j < kCols; ++j) amax = std::fmax(amax, std::fabs(w[j]));
+  for (int64_t j = 0; j < kCols; ++j) {
+    const float a = std::fabs(w[j]);
+    amax = a > amax ? a : amax;  // NaN never wins
+  }
   const uint16_t scale = kernels::f32_to_f16(amax / qmax);
   const float step = f16_to_f32(scale);
+  const float inv = step > 0 ? 1.0f / step : 0.0f;
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding and subtracting rounds to even
   for (int64_t j = 0; j < kCols; ++j) {
-    const float r = step > 0 ? std::nearbyint(w[j] / step) : 0.0f;
-    q[j] = static_cast<int8_t>(std::fmin(std::fmax(r, -qmax), qmax));  // fmax also drops NaN
+    float r = (w[j] * inv + kRound) - kRound;
+    r = r > qmax ? qmax : r;
+    r = r >= -qmax ? r : -qmax;  // also maps NaN (from infinite weights) to a level
+    q[j] = static_cast<int8_t>(static_cast<int>(r));
   }
   *scale_out = scale;
 }
