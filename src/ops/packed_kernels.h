@@ -52,6 +52,7 @@ void bf16_group_avx2(const GroupSpan& w, const void* x, float* out);
 void bf16_group3_avx2(const GroupSpan& w, const void* x, size_t x_stride, float* out);
 void q8_group_avx2(const GroupSpan& w, const QuantX& x, float* out);
 void q4_group_avx2(const GroupSpan& w, const QuantX& x, float* out);
+void q8_group2_avx2(const GroupSpan& w, const QuantX& x, float* out);
 void q4_group2_avx2(const GroupSpan& w, const QuantX& x, float* out);
 
 void bf16_group_avx512(const GroupSpan& w, const void* x, float* out);

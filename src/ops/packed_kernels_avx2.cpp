@@ -184,6 +184,38 @@ void q4_group_avx2(const GroupSpan& w, const QuantX& x, float* out) {
 
 namespace qvl::ops::kernels {
 
+void q8_group2_avx2(const GroupSpan& w, const QuantX& x, float* out) {
+  constexpr int kX = 2;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[kX] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t b = 0; b < w.nb; ++b) {
+    const uint8_t* tile = w.data + b * kQ8TileBytes;
+    __m256i wv[kRows];  // loaded once, used for both x rows
+    for (int r = 0; r < kRows; ++r) {
+      wv[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + r * kCols));
+    }
+    const __m128 row_scales =
+        _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.scales + b * kScaleBytes)));
+    for (int i = 0; i < kX; ++i) {  // the same arithmetic as q8_group_avx2, row by row
+      const int64_t xb = i * x.stride_blocks + b;
+      const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + xb * kCols));
+      const __m256i ax = _mm256_abs_epi8(xv);
+      __m256i dot[kRows];
+      for (int r = 0; r < kRows; ++r) {
+        dot[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(wv[r], xv)), ones);
+      }
+      const __m256i sums =
+          _mm256_hadd_epi32(_mm256_hadd_epi32(dot[0], dot[1]), _mm256_hadd_epi32(dot[2], dot[3]));
+      const __m128 s = _mm_mul_ps(row_scales, _mm_set1_ps(x.scale[xb]));
+      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set_m128(s, s), acc[i]);
+    }
+  }
+  for (int i = 0; i < kX; ++i) {
+    _mm_storeu_ps(out + i * kRows,
+                  _mm_add_ps(_mm256_castps256_ps128(acc[i]), _mm256_extractf128_ps(acc[i], 1)));
+  }
+}
+
 void q4_group2_avx2(const GroupSpan& w, const QuantX& x, float* out) {
   constexpr int kX = 2;
   const uint8_t* data = w.data;
