@@ -19,6 +19,7 @@ namespace {
 struct BenchOptions {
   std::string model;
   int threads = 0;
+  std::string quant = "q8";
   int repeats = 3;
   int64_t prompt_tokens = 512;
   int64_t decode_tokens = 128;
@@ -102,6 +103,7 @@ void bench(const BenchOptions& o) {
   EngineOptions eo;
   eo.model_dir = hub::resolve_model(o.model, {});
   eo.threads = o.threads;
+  eo.quant = o.quant;
   eo.image_max_tokens = 1024;  // 448x448 -> 196 tokens and 1024x768 -> 768 tokens, unscaled
   const Timer load_timer;
   auto engine = Engine::load(eo);
@@ -125,6 +127,7 @@ void bench(const BenchOptions& o) {
     decode_tps.push_back(1000.0 * (dec.stats.completion_tokens - 1) / dec.stats.decode_ms);
   }
   nlohmann::json j = {{"model", eo.model_dir},
+                      {"quant", eo.quant},
                       {"threads", ThreadPool::global().size()},
                       {"repeats", o.repeats},
                       {"load_ms", load_ms},
@@ -152,6 +155,8 @@ void add_bench_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("bench", "Measure load, vision, prefill and decode speed");
   cmd->add_option("-m,--model", o->model, "Model folder or hub id")->required();
   cmd->add_option("--threads", o->threads, "Threads (default: physical cores)");
+  cmd->add_option("--quant", o->quant, "Weights: exact (fp32 oracle), bf16, q8 (default) or q4")
+      ->check(CLI::IsMember({"exact", "bf16", "q8", "q4"}));
   cmd->add_option("--repeats", o->repeats, "Repeats; medians are reported")->capture_default_str();
   cmd->add_option("--prompt-tokens", o->prompt_tokens, "Prompt length for the prefill figure")
       ->capture_default_str();

@@ -20,6 +20,7 @@ struct RunOptions {
   std::string messages_file;
   std::vector<std::string> images;
   int threads = 0;
+  std::string quant = "q8";
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;
   bool json = false;
@@ -51,6 +52,7 @@ void run(const RunOptions& o) {
   resolve.offline = o.offline;
   eo.model_dir = hub::resolve_model(o.model, resolve);
   eo.threads = o.threads;
+  eo.quant = o.quant;
   eo.image_min_tokens = o.image_min_tokens;
   eo.image_max_tokens = o.image_max_tokens;
   auto engine = Engine::load(eo);
@@ -112,6 +114,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--messages", opts->messages_file,
                   "OpenAI-style messages JSON (image parts: file:// paths or data: URIs)");
   cmd->add_option("--threads", opts->threads, "Threads (default: physical cores)");
+  cmd->add_option("--quant", opts->quant, "Weights: exact (fp32 oracle), bf16, q8 (default) or q4")
+      ->check(CLI::IsMember({"exact", "bf16", "q8", "q4"}));
   cmd->add_option("--image-min-tokens", opts->image_min_tokens,
                   "Fewest tokens per image (1 token = 32x32 px; default 64)");
   cmd->add_option("--image-max-tokens", opts->image_max_tokens,

@@ -105,6 +105,8 @@ void add_serve_command(CLI::App& app) {
                    "Model folder, pre-packed file or hub id Org/Name[@revision]")
       ->capture_default_str();
   serve->add_flag("--offline", flags->offline, "Never download (also HF_HUB_OFFLINE=1)");
+  serve->add_option("--quant", o.engine.quant, "Weights: exact (fp32 oracle), bf16, q8 (default) or q4")
+      ->check(CLI::IsMember({"exact", "bf16", "q8", "q4"}));
   serve->add_option("--host", o.host, "Address to listen on")->capture_default_str();
   serve->add_option("--port", o.port, "Port; 0 picks a free one (printed on stdout)")
       ->capture_default_str()

@@ -29,7 +29,7 @@ class EngineImpl : public Engine {
  public:
   explicit EngineImpl(const EngineOptions& options)
       : options_(options),
-        model_(load_model_folder(options.model_dir)),
+        model_(load_model_folder(options.model_dir, options.quant)),
         decoder_(model_->config.text, model_->text_weights),
         vision_(model_->config.vision, model_->vision_weights) {
     const int64_t min_tokens =

@@ -27,6 +27,6 @@ struct LoadedModel {
 
 // Throws qvl::Error naming the missing or broken file. Warns (log) when the folder ships a chat
 // template qvl does not recognise.
-std::unique_ptr<LoadedModel> load_model_folder(const std::string& dir);
+std::unique_ptr<LoadedModel> load_model_folder(const std::string& dir, const std::string& quant);
 
 }  // namespace qvl

@@ -10,11 +10,13 @@
 #include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
+#include "ops/packed_matrix.h"
 #include "ops/rope.h"
 
 namespace qvl {
 
-TextWeights load_text_weights(const ModelConfig& config, const WeightStore& store) {
+TextWeights load_text_weights(const ModelConfig& config, const WeightStore& store,
+                              const WeightTypes& types) {
   const TextConfig& c = config.text;
   const std::string p = "model.language_model.";
   const int64_t h = c.hidden_size, q_dim = c.num_heads * c.head_dim;
@@ -23,19 +25,20 @@ TextWeights load_text_weights(const ModelConfig& config, const WeightStore& stor
   w.embed_tokens = matrix_weight(store, p + "embed_tokens.weight", c.vocab_size, h);
   // Tied when the config says so, or when the checkpoint simply has no separate head.
   w.tied_lm_head = config.tie_word_embeddings || !store.has("lm_head.weight");
-  w.lm_head =
-      w.tied_lm_head ? w.embed_tokens : matrix_weight(store, "lm_head.weight", c.vocab_size, h);
+  w.lm_head = ops::PackedMatrix::pack(
+      w.tied_lm_head ? w.embed_tokens : matrix_weight(store, "lm_head.weight", c.vocab_size, h),
+      types.lm_head);
   w.final_norm = vector_weight(store, p + "norm.weight", h);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string l = p + "layers." + std::to_string(i) + ".";
     TextLayerWeights lw;
-    lw.q_proj = matrix_weight(store, l + "self_attn.q_proj.weight", q_dim, h);
-    lw.k_proj = matrix_weight(store, l + "self_attn.k_proj.weight", kv_dim, h);
-    lw.v_proj = matrix_weight(store, l + "self_attn.v_proj.weight", kv_dim, h);
-    lw.o_proj = matrix_weight(store, l + "self_attn.o_proj.weight", h, q_dim);
-    lw.gate_proj = matrix_weight(store, l + "mlp.gate_proj.weight", ff, h);
-    lw.up_proj = matrix_weight(store, l + "mlp.up_proj.weight", ff, h);
-    lw.down_proj = matrix_weight(store, l + "mlp.down_proj.weight", h, ff);
+    lw.q_proj = packed_weight(store, l + "self_attn.q_proj.weight", q_dim, h, types.text);
+    lw.k_proj = packed_weight(store, l + "self_attn.k_proj.weight", kv_dim, h, types.text);
+    lw.v_proj = packed_weight(store, l + "self_attn.v_proj.weight", kv_dim, h, types.text);
+    lw.o_proj = packed_weight(store, l + "self_attn.o_proj.weight", h, q_dim, types.text);
+    lw.gate_proj = packed_weight(store, l + "mlp.gate_proj.weight", ff, h, types.text);
+    lw.up_proj = packed_weight(store, l + "mlp.up_proj.weight", ff, h, types.text);
+    lw.down_proj = packed_weight(store, l + "mlp.down_proj.weight", h, ff, types.text);
     lw.input_norm = vector_weight(store, l + "input_layernorm.weight", h);
     lw.post_attention_norm = vector_weight(store, l + "post_attention_layernorm.weight", h);
     lw.q_norm = vector_weight(store, l + "self_attn.q_norm.weight", c.head_dim);

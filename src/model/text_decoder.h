@@ -11,25 +11,28 @@
 #include "model/mrope.h"
 #include "model/safetensors.h"
 #include "model/tensor_tap.h"
+#include "model/weight_types.h"
+#include "ops/packed_matrix.h"
 #include "ops/weight_ref.h"
 
 namespace qvl {
 
 struct TextLayerWeights {
-  ops::WeightRef q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+  ops::PackedMatrix q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
   std::vector<float> input_norm, post_attention_norm, q_norm, k_norm;
 };
 
 struct TextWeights {
   ops::WeightRef embed_tokens;  // [vocab, hidden]
-  ops::WeightRef lm_head;       // [vocab, hidden]; the embedding itself when tied
+  ops::PackedMatrix lm_head;    // [vocab, hidden]; the embedding itself when tied
   bool tied_lm_head = false;
   std::vector<float> final_norm;
   std::vector<TextLayerWeights> layers;
 };
 
 // Loads "model.language_model.*" (and lm_head.weight unless tied or absent) with shape checks.
-TextWeights load_text_weights(const ModelConfig& config, const WeightStore& store);
+TextWeights load_text_weights(const ModelConfig& config, const WeightStore& store,
+                              const WeightTypes& types = {});
 
 // Features added to the hidden state after decoder layer k (DeepStack): rows are indexes into
 // the current forward's tokens; per_layer[k] is [rows.size(), hidden].

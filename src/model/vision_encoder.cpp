@@ -9,17 +9,10 @@
 #include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
+#include "ops/packed_matrix.h"
 #include "ops/rope.h"
 
 namespace qvl {
-namespace {
-
-ops::WeightRef f32_matrix(const std::vector<float>& data, int64_t rows, int64_t cols) {
-  return {ops::WeightType::kF32, data.data(), rows, cols};
-}
-
-}  // namespace
-
 VisionEncoder::VisionEncoder(const VisionConfig& config, const VisionWeights& weights)
     : config_(config), w_(weights) {}
 
@@ -95,8 +88,7 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t gh, int64_t gw,
                 pixels + p * in_cols + ch * tp * plane + plane,
                 frame.data() + p * still_cols + ch * plane);
   std::vector<float> x(n * hid);
-  ops::matmul(frame.data(), n, f32_matrix(w_.patch_embed_still, hid, still_cols),
-              w_.patch_embed_bias.data(), x.data());
+  ops::matmul(frame.data(), n, w_.patch_embed, w_.patch_embed_bias.data(), x.data());
   if (tap) tap("vision.patch_embeds", x.data(), n, hid);
 
   std::vector<float> pos(n * hid);

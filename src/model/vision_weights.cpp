@@ -7,8 +7,9 @@
 namespace qvl {
 namespace {
 
-LinearWeights linear(const WeightStore& s, const std::string& name, int64_t out, int64_t in) {
-  return {matrix_weight(s, name + ".weight", out, in), vector_weight(s, name + ".bias", out)};
+LinearWeights linear(const WeightStore& s, const std::string& name, int64_t out, int64_t in,
+                     ops::QuantType type) {
+  return {packed_weight(s, name + ".weight", out, in, type), vector_weight(s, name + ".bias", out)};
 }
 
 LayerNormWeights layer_norm(const WeightStore& s, const std::string& name, int64_t n) {
@@ -16,19 +17,20 @@ LayerNormWeights layer_norm(const WeightStore& s, const std::string& name, int64
 }
 
 MergerWeights merger(const VisionConfig& c, const WeightStore& s, const std::string& name,
-                     bool norm_after_concat) {
+                     bool norm_after_concat, ops::QuantType type) {
   const int64_t merged = c.hidden_size * c.spatial_merge_size * c.spatial_merge_size;
   MergerWeights m;
   m.norm_after_concat = norm_after_concat;
   m.norm = layer_norm(s, name + ".norm", norm_after_concat ? merged : c.hidden_size);
-  m.fc1 = linear(s, name + ".linear_fc1", merged, merged);
-  m.fc2 = linear(s, name + ".linear_fc2", c.out_hidden_size, merged);
+  m.fc1 = linear(s, name + ".linear_fc1", merged, merged, type);
+  m.fc2 = linear(s, name + ".linear_fc2", c.out_hidden_size, merged, type);
   return m;
 }
 
 }  // namespace
 
-VisionWeights load_vision_weights(const VisionConfig& c, const WeightStore& s) {
+VisionWeights load_vision_weights(const VisionConfig& c, const WeightStore& s,
+                                  ops::QuantType type) {
   const std::string p = "model.visual.";
   VisionWeights w;
   const int64_t hid = c.hidden_size, ps = c.patch_size, tp = c.temporal_patch_size;
@@ -43,6 +45,8 @@ VisionWeights load_vision_weights(const VisionConfig& c, const WeightStore& s) {
         for (int64_t i = 0; i < plane; ++i)
           w.patch_embed_still[o * still_cols + ch * plane + i] +=
               kernel[((o * c.in_channels + ch) * tp + t) * plane + i];
+  w.patch_embed = ops::PackedMatrix::pack(
+      {ops::WeightType::kF32, w.patch_embed_still.data(), hid, still_cols}, type);
   w.patch_embed_bias = vector_weight(s, p + "patch_embed.proj.bias", hid);
   w.pos_embed = matrix_weight(s, p + "pos_embed.weight", c.num_position_embeddings, hid);
   for (int64_t b = 0; b < c.depth; ++b) {
@@ -50,16 +54,16 @@ VisionWeights load_vision_weights(const VisionConfig& c, const WeightStore& s) {
     VisionBlockWeights bw;
     bw.norm1 = layer_norm(s, l + "norm1", hid);
     bw.norm2 = layer_norm(s, l + "norm2", hid);
-    bw.qkv = linear(s, l + "attn.qkv", 3 * hid, hid);
-    bw.proj = linear(s, l + "attn.proj", hid, hid);
-    bw.fc1 = linear(s, l + "mlp.linear_fc1", c.intermediate_size, hid);
-    bw.fc2 = linear(s, l + "mlp.linear_fc2", hid, c.intermediate_size);
+    bw.qkv = linear(s, l + "attn.qkv", 3 * hid, hid, type);
+    bw.proj = linear(s, l + "attn.proj", hid, hid, type);
+    bw.fc1 = linear(s, l + "mlp.linear_fc1", c.intermediate_size, hid, type);
+    bw.fc2 = linear(s, l + "mlp.linear_fc2", hid, c.intermediate_size, type);
     w.blocks.push_back(std::move(bw));
   }
-  w.merger = merger(c, s, p + "merger", false);
+  w.merger = merger(c, s, p + "merger", false, type);
   for (size_t k = 0; k < c.deepstack_visual_indexes.size(); ++k) {
     w.deepstack_mergers.push_back(
-        merger(c, s, p + "deepstack_merger_list." + std::to_string(k), true));
+        merger(c, s, p + "deepstack_merger_list." + std::to_string(k), true, type));
   }
   return w;
 }

@@ -5,12 +5,14 @@
 
 #include "model/config.h"
 #include "model/safetensors.h"
+#include "model/weight_types.h"
+#include "ops/packed_matrix.h"
 #include "ops/weight_ref.h"
 
 namespace qvl {
 
 struct LinearWeights {
-  ops::WeightRef weight;  // [out, in]
+  ops::PackedMatrix weight;  // [out, in]
   std::vector<float> bias;
 };
 
@@ -34,6 +36,7 @@ struct VisionWeights {
   // Conv3d kernel as a matrix with the temporal slices summed: [hidden, C * P * P], valid for
   // still images whose frames are identical copies.
   std::vector<float> patch_embed_still;
+  ops::PackedMatrix patch_embed;  // patch_embed_still packed for the kernels
   std::vector<float> patch_embed_bias;
   ops::WeightRef pos_embed;  // [num_position_embeddings, hidden]
   std::vector<VisionBlockWeights> blocks;
@@ -41,6 +44,7 @@ struct VisionWeights {
   std::vector<MergerWeights> deepstack_mergers;  // one per deepstack_visual_indexes entry
 };
 
-VisionWeights load_vision_weights(const VisionConfig& config, const WeightStore& store);
+VisionWeights load_vision_weights(const VisionConfig& config, const WeightStore& store,
+                                  ops::QuantType type = ops::QuantType::kExact);
 
 }  // namespace qvl

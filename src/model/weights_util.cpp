@@ -29,6 +29,16 @@ ops::WeightRef matrix_weight(const WeightStore& store, const std::string& name, 
   return w;
 }
 
+ops::PackedMatrix packed_weight(const WeightStore& store, const std::string& name, int64_t rows,
+                                int64_t cols, ops::QuantType type) {
+  try {
+    return ops::PackedMatrix::pack(matrix_weight(store, name, rows, cols), type);
+  } catch (const Error& e) {
+    fail(e.code(),
+         "cannot pack weight '" + name + "' as " + ops::quant_type_name(type) + ": " + e.what());
+  }
+}
+
 std::vector<float> vector_weight(const WeightStore& store, const std::string& name, int64_t n) {
   const TensorView& t = store.get(name);
   t.expect_shape({n});

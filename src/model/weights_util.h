@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/safetensors.h"
+#include "ops/packed_matrix.h"
 #include "ops/weight_ref.h"
 
 namespace qvl {
@@ -13,6 +14,9 @@ namespace qvl {
 // A 2-D matrix [rows, cols] of a floating type usable by the kernels.
 ops::WeightRef matrix_weight(const WeightStore& store, const std::string& name, int64_t rows,
                              int64_t cols);
+// The same matrix packed for the kernels in `type` (kExact keeps a view of the stored values).
+ops::PackedMatrix packed_weight(const WeightStore& store, const std::string& name, int64_t rows,
+                                int64_t cols, ops::QuantType type);
 // A 1-D vector of length n as float32.
 std::vector<float> vector_weight(const WeightStore& store, const std::string& name, int64_t n);
 

@@ -16,6 +16,7 @@ Engine& engine() {
   static std::unique_ptr<Engine> e = [] {
     EngineOptions o;
     o.model_dir = golden_dir();
+    o.quant = "exact";
     o.image_min_tokens = 64;  // the reference processor's defaults (65536..16777216 px)
     o.image_max_tokens = 16384;
     return Engine::load(o);
