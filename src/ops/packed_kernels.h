@@ -33,6 +33,7 @@ struct QuantX {
   const float* scale;
   const int32_t* sum;
   int64_t stride_blocks;
+  const float* scaled_sum;  // scale * sum per block
 };
 
 // Kernels write the dot products of the span's 4 weight rows with 1, 2 or 3 rows of x to
@@ -43,6 +44,9 @@ struct QuantX {
 using Bf16GroupKernel = void (*)(const GroupSpan& w, const void* x, float* out);
 using Bf16Group3Kernel = void (*)(const GroupSpan& w, const void* x, size_t x_stride, float* out);
 using QuantGroupKernel = void (*)(const GroupSpan& w, const QuantX& x, float* out);
+// Two groups (8 weight rows) against one x row, sharing the x work: out[4 * group + row].
+using QuantGroupPairKernel = void (*)(const GroupSpan& w0, const GroupSpan& w1, const QuantX& x,
+                                      float* out);
 
 void bf16_group_scalar(const GroupSpan& w, const void* x, float* out);
 void q8_group_scalar(const GroupSpan& w, const QuantX& x, float* out);
@@ -54,6 +58,7 @@ void q8_group_avx2(const GroupSpan& w, const QuantX& x, float* out);
 void q4_group_avx2(const GroupSpan& w, const QuantX& x, float* out);
 void q8_group2_avx2(const GroupSpan& w, const QuantX& x, float* out);
 void q4_group2_avx2(const GroupSpan& w, const QuantX& x, float* out);
+void q4_group_pair_avx2(const GroupSpan& w0, const GroupSpan& w1, const QuantX& x, float* out);
 
 void bf16_group_avx512(const GroupSpan& w, const void* x, float* out);
 void bf16_group3_avx512(const GroupSpan& w, const void* x, size_t x_stride, float* out);

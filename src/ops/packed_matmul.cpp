@@ -46,6 +46,7 @@ struct PreparedX {
   const int8_t* q = nullptr;  // kQ8/kQ4: quantized rows (see kernels::quantize_row_scalar)
   const float* scale = nullptr;
   const int32_t* sum = nullptr;
+  const float* scaled_sum = nullptr;
 };
 
 // Grow-only scratch of the calling thread, so steady-state calls do not allocate.
@@ -53,6 +54,7 @@ struct Scratch {
   AlignedBuffer<uint8_t> x;
   AlignedBuffer<float> scale;
   AlignedBuffer<int32_t> sum;
+  AlignedBuffer<float> scaled_sum;
 };
 thread_local Scratch t_scratch;
 
@@ -93,20 +95,26 @@ PreparedX prepare_quantized(const float* x, int64_t m, int64_t k, IsaLevel isa) 
   t_scratch.x.resize(static_cast<size_t>(m * k));
   t_scratch.scale.resize(static_cast<size_t>(m * nb));
   t_scratch.sum.resize(static_cast<size_t>(m * nb));
+  t_scratch.scaled_sum.resize(static_cast<size_t>(m * nb));
   auto* q = reinterpret_cast<int8_t*>(t_scratch.x.data());
   float* scale = t_scratch.scale.data();
   int32_t* sum = t_scratch.sum.data();
+  float* scaled_sum = t_scratch.scaled_sum.data();
   const auto quantize =
       isa == IsaLevel::kScalar ? kernels::quantize_row_scalar : kernels::quantize_row_avx2;
   ThreadPool::global().parallel_for(static_cast<size_t>(m), [&](size_t i0, size_t i1) {
     for (int64_t i = static_cast<int64_t>(i0); i < static_cast<int64_t>(i1); ++i) {
       quantize(x + i * k, nb, q + i * k, scale + i * nb, sum + i * nb);
+      for (int64_t b = i * nb; b < (i + 1) * nb; ++b) {
+        scaled_sum[b] = scale[b] * static_cast<float>(sum[b]);
+      }
     }
   });
   PreparedX p;
   p.q = q;
   p.scale = scale;
   p.sum = sum;
+  p.scaled_sum = scaled_sum;
   return p;
 }
 
@@ -117,6 +125,7 @@ struct Dispatch {
   kernels::Bf16Group3Kernel bf16_x3 = nullptr;  // optional multi-row variants
   kernels::QuantGroupKernel q8_x2 = nullptr;
   kernels::QuantGroupKernel q4_x2 = nullptr;
+  kernels::QuantGroupPairKernel q4_pair = nullptr;  // m == 1
 };
 
 Dispatch kernels_for(IsaLevel isa) {
@@ -126,8 +135,8 @@ Dispatch kernels_for(IsaLevel isa) {
       return {bf16_group_avx512,  q8_group_avx512,  q4_group_avx512,
               bf16_group3_avx512, q8_group2_avx512, q4_group2_avx512};
     case IsaLevel::kAvx2:
-      return {bf16_group_avx2,  q8_group_avx2, q4_group_avx2,
-              bf16_group3_avx2, nullptr,       q4_group2_avx2};
+      return {bf16_group_avx2, q8_group_avx2,  q4_group_avx2,     bf16_group3_avx2,
+              q8_group2_avx2,  q4_group2_avx2, q4_group_pair_avx2};
     case IsaLevel::kScalar:
       break;
   }
@@ -159,6 +168,15 @@ void matmul_on(IsaLevel isa, const float* x, int64_t m, const PackedMatrix& w, c
   const auto* weights = static_cast<const uint8_t*>(w.bytes());
   const int64_t span = m == 1 ? nb : std::min(nb, kSpanBlocks);
 
+  const auto span_of = [&](int64_t g, int64_t s0) {
+    const uint8_t* group = weights + g * gbytes;
+    return kernels::GroupSpan{group + s0 * kernels::kScaleBytes,
+                              group + scale_bytes + s0 * tile_bytes, std::min(span, nb - s0)};
+  };
+  const auto quant_x = [&](int64_t i, int64_t s0) {
+    const int64_t b = i * nb + s0;
+    return kernels::QuantX{px.q + b * kCols, px.scale + b, px.sum + b, nb, px.scaled_sum + b};
+  };
   // Adds (or, for the first span, stores) the 4 outputs of group rows r0.. for x rows i...
   const auto emit = [&](const float* out, int64_t count, int64_t i, int64_t r0, bool first) {
     const int64_t rn = std::min(kRows, n - r0);
@@ -179,10 +197,15 @@ void matmul_on(IsaLevel isa, const float* x, int64_t m, const PackedMatrix& w, c
         const int64_t i1 = std::min(m, i0 + kXBlock);
         for (int64_t s0 = 0; s0 < nb; s0 += span) {
           for (int64_t g = gp; g < gp_end; ++g) {
-            const uint8_t* group = weights + g * gbytes;
-            const kernels::GroupSpan ws{group + s0 * kernels::kScaleBytes,
-                                        group + scale_bytes + s0 * tile_bytes,
-                                        std::min(span, nb - s0)};
+            const kernels::GroupSpan ws = span_of(g, s0);
+            if (m == 1 && type == QuantType::kQ4 && kernel.q4_pair != nullptr && g + 1 < gp_end) {
+              float out[2 * kRows];
+              kernel.q4_pair(ws, span_of(g + 1, s0), quant_x(0, s0), out);
+              emit(out, 1, 0, g * kRows, true);
+              emit(out + kRows, 1, 0, (g + 1) * kRows, true);
+              ++g;
+              continue;
+            }
             for (int64_t i = i0; i < i1;) {
               float out[3 * kRows];
               int64_t rows = 1;
@@ -203,10 +226,7 @@ void matmul_on(IsaLevel isa, const float* x, int64_t m, const PackedMatrix& w, c
                   fn = fn2;
                   rows = 2;
                 }
-                fn(ws,
-                   kernels::QuantX{px.q + i * k + s0 * kCols, px.scale + i * nb + s0,
-                                   px.sum + i * nb + s0, nb},
-                   out);
+                fn(ws, quant_x(i, s0), out);
               }
               emit(out, rows, i, g * kRows, s0 == 0);
               i += rows;
