@@ -242,7 +242,7 @@ void matmul_on(IsaLevel isa, const float* x, int64_t m, const PackedMatrix& w, c
 // so before first use they are compared with the scalar ones on a small problem; a mismatch is a
 // bug, reported once, and matmul then uses the level below rather than compute garbage.
 bool kernels_agree_with_scalar(IsaLevel isa) {
-  const int64_t n = 10, k = 256, m = 5;
+  const int64_t n = 42, k = 256, m = 5;
   std::mt19937 rng(1);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k));
@@ -250,9 +250,13 @@ bool kernels_agree_with_scalar(IsaLevel isa) {
   for (auto& v : x) v = dist(rng);
   for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
     const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
-    std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
-    matmul_on(IsaLevel::kScalar, x.data(), m, packed, nullptr, want.data());
-    matmul_on(isa, x.data(), m, packed, nullptr, got.data());
+    std::vector<float> want(static_cast<size_t>((m + 1) * n)), got(want.size());
+    for (int64_t rows : {m, int64_t{1}}) {  // the m > 1 and the m == 1 kernels
+      float* const want_at = want.data() + (rows == 1 ? m * n : 0);
+      float* const got_at = got.data() + (rows == 1 ? m * n : 0);
+      matmul_on(IsaLevel::kScalar, x.data(), rows, packed, nullptr, want_at);
+      matmul_on(isa, x.data(), rows, packed, nullptr, got_at);
+    }
     float largest = 0;
     for (float v : want) largest = std::max(largest, std::fabs(v));
     for (size_t i = 0; i < want.size(); ++i) {

@@ -78,7 +78,7 @@ struct Shape {
 };
 
 TEST(PackedMatmul, MatchesReferenceForEveryTypeIsaAndShape) {
-  const Shape shapes[] = {{1, 32}, {13, 96}, {8, 256}, {37, 1024}};
+  const Shape shapes[] = {{1, 32}, {13, 96}, {8, 256}, {203, 64}, {37, 1024}};
   const int64_t ms[] = {1, 2, 3, 7, 64, 129};
   for (IsaLevel isa : available_isas()) {
     IsaScope scope(isa);
