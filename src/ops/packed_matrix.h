@@ -22,8 +22,15 @@
 // Activations in matmul: kBF16 uses fp32 activations on the scalar and AVX2 paths and rounds them
 // to bf16 for vdpbf16ps on AVX-512 (products then accumulate in fp32). kQ8/kQ4 quantize each
 // activation block of 32 to int8 (symmetric, scale absmax / 127, round to nearest even) and take
-// exact integer block dot products (AVX2: vpmaddubsw on |x| and sign-adjusted weights; AVX-512:
-// vpdpbusd on unsigned weights with the offset subtracted exactly per block), then scale in fp32.
+// integer block dot products (q8 on AVX2: vpmaddubsw on |x| and sign-adjusted weights; q4 and
+// AVX-512: vpmaddubsw / vpdpbusd on unsigned weights, the +8 / +128 offset taken off as
+// offset * sum(x)), then scale in fp32. So besides the weight error, each output carries at most
+// sum over blocks of sum|w| * absmax(x) / 254 of activation rounding.
+//
+// Kernels: m == 1 streams each group once with software prefetch; m > 1 walks groups x 512-column
+// spans x blocks of 48 rows of x so weight spans stay in L1/L2, with kernels that unpack a tile
+// once for 2 (q8/q4) or 3 (bf16) rows of x. The first use of each SIMD level is checked against
+// the scalar kernels (see best_isa).
 #pragma once
 
 #include <cstddef>
