@@ -94,24 +94,28 @@ void bf16_group3_avx2(const GroupSpan& w, const void* x, size_t x_stride, float*
   constexpr int kX = 3;
   const auto* x0 = static_cast<const uint8_t*>(x);
   const __m256i high_half = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
-  __m256 acc[kX][kRows];  // 12 accumulators + 2 weight registers: no spills
+  __m256 acc[kX][kRows];  // 12 accumulators, 3 x and 1 weight register
   for (int i = 0; i < kX; ++i) {
     for (int r = 0; r < kRows; ++r) acc[i][r] = _mm256_setzero_ps();
   }
   for (int64_t b = 0; b < w.nb; ++b) {
     const uint8_t* tile = w.data + b * kBf16TileBytes;
-    for (int c = 0; c < 2; ++c) {
-      const int64_t col = b * kCols + c * 16;
+    // Even then odd columns of each 16: x stays in registers (3 loads feed 12 FMAs) and each
+    // weight vector is re-read from L1 once for the odd half.
+    for (int half = 0; half < 4; ++half) {
+      const int c = half / 2;
+      const bool odd = half % 2 == 1;
+      const int64_t col = b * kCols + c * 16 + (odd ? 8 : 0);
+      __m256 xv[kX];
+      for (int i = 0; i < kX; ++i) {
+        xv[i] = _mm256_loadu_ps(reinterpret_cast<const float*>(x0 + i * x_stride) + col);
+      }
       for (int r = 0; r < kRows; ++r) {
         const __m256i v =
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + r * 64 + c * 32));
-        const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-        const __m256 wo = _mm256_castsi256_ps(_mm256_and_si256(v, high_half));
-        for (int i = 0; i < kX; ++i) {
-          const float* xi = reinterpret_cast<const float*>(x0 + i * x_stride) + col;
-          acc[i][r] = _mm256_fmadd_ps(we, _mm256_loadu_ps(xi), acc[i][r]);
-          acc[i][r] = _mm256_fmadd_ps(wo, _mm256_loadu_ps(xi + 8), acc[i][r]);
-        }
+        const __m256 wv =
+            _mm256_castsi256_ps(odd ? _mm256_and_si256(v, high_half) : _mm256_slli_epi32(v, 16));
+        for (int i = 0; i < kX; ++i) acc[i][r] = _mm256_fmadd_ps(wv, xv[i], acc[i][r]);
       }
     }
   }
