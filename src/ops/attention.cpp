@@ -4,13 +4,17 @@
 #include <cmath>
 #include <vector>
 
+#include "base/aligned_buffer.h"
 #include "base/thread_pool.h"
+#include "ops/attention_kernels.h"
 #include "ops/matmul.h"
+#include "ops/packed_matrix.h"
 
 namespace qvl::ops {
+namespace attention_kernels {
 
-void attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
-               const AttentionShape& s, int64_t causal_offset, float* out) {
+void attention_reference(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
+                         const AttentionShape& s, int64_t causal_offset, float* out) {
   const int64_t group = s.n_heads / s.n_kv_heads;
   const int64_t d = s.head_dim;
   ThreadPool::global().parallel_for(static_cast<size_t>(nq * s.n_heads), [&](size_t t0, size_t t1) {
@@ -41,6 +45,82 @@ void attention(const float* q, int64_t nq, const float* k, const float* v, int64
       }
     }
   });
+}
+
+int64_t task_scratch_floats(int64_t rows, int64_t head_dim) {
+  const int64_t rows_padded = (rows + 3) / 4 * 4;
+  return rows_padded * (head_dim + 2) + 4 * 128;
+}
+
+}  // namespace attention_kernels
+
+namespace {
+
+using attention_kernels::kKeyTile;
+
+// k [nk, n_kv_heads, d] -> panels [n_kv_heads, tiles, d, kKeyTile], zero-padded keys.
+void pack_key_panels(const float* k, int64_t nk, const AttentionShape& s, float* panels) {
+  const int64_t d = s.head_dim, tiles = (nk + kKeyTile - 1) / kKeyTile;
+  ThreadPool::global().parallel_for(
+      static_cast<size_t>(s.n_kv_heads * tiles), [&](size_t b, size_t e) {
+        for (size_t index = b; index < e; ++index) {
+          const int64_t kvh = static_cast<int64_t>(index) / tiles;
+          const int64_t tile = static_cast<int64_t>(index) % tiles;
+          float* panel = panels + (kvh * tiles + tile) * d * kKeyTile;
+          const int64_t keys = std::min(kKeyTile, nk - tile * kKeyTile);
+          for (int64_t jj = 0; jj < kKeyTile; ++jj) {
+            if (jj >= keys) {
+              for (int64_t c = 0; c < d; ++c) panel[c * kKeyTile + jj] = 0.0f;
+              continue;
+            }
+            const float* row = k + ((tile * kKeyTile + jj) * s.n_kv_heads + kvh) * d;
+            for (int64_t c = 0; c < d; ++c) panel[c * kKeyTile + jj] = row[c];
+          }
+        }
+      });
+}
+
+}  // namespace
+
+void attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
+               const AttentionShape& s, int64_t causal_offset, float* out) {
+  const IsaLevel isa = active_isa();
+  const bool fast_shape = s.head_dim > 0 && s.head_dim % 16 == 0 && s.n_kv_heads > 0 &&
+                          s.n_heads % s.n_kv_heads == 0 && nk > 0;
+  if (isa == IsaLevel::kScalar || !fast_shape) {
+    attention_kernels::attention_reference(q, nq, k, v, nk, s, causal_offset, out);
+    return;
+  }
+  if (nq <= 0) return;
+  const auto task =
+      isa == IsaLevel::kAvx512 ? attention_kernels::task_avx512 : attention_kernels::task_avx2;
+  const int64_t tiles = (nk + kKeyTile - 1) / kKeyTile;
+  AlignedBuffer<float> panels(static_cast<size_t>(s.n_kv_heads * tiles * s.head_dim * kKeyTile));
+  pack_key_panels(k, nk, s, panels.data());
+
+  attention_kernels::Problem p;
+  p.q = q;
+  p.k_panels = panels.data();
+  p.v = v;
+  p.out = out;
+  p.nq = nq;
+  p.nk = nk;
+  p.shape = s;
+  p.causal_offset = causal_offset;
+  // About 64 rows (query x head-in-group pairs) per task: K/V blocks are reused across them.
+  const int64_t group = s.n_heads / s.n_kv_heads;
+  const int64_t block = std::max<int64_t>(1, 64 / group);
+  const int64_t n_blocks = (nq + block - 1) / block;
+  const int64_t scratch = attention_kernels::task_scratch_floats(block * group, s.head_dim);
+  ThreadPool::global().parallel_for(
+      static_cast<size_t>(n_blocks * s.n_kv_heads), [&](size_t b, size_t e) {
+        AlignedBuffer<float> buffer(static_cast<size_t>(scratch));
+        for (size_t t = b; t < e; ++t) {
+          const int64_t kvh = static_cast<int64_t>(t) % s.n_kv_heads;
+          const int64_t q_begin = static_cast<int64_t>(t) / s.n_kv_heads * block;
+          task(p, kvh, q_begin, std::min(nq, q_begin + block), buffer.data());
+        }
+      });
 }
 
 }  // namespace qvl::ops

@@ -1,0 +1,41 @@
+// Internal pieces of ops::attention: the scalar oracle and the per-ISA flash-attention kernels.
+//
+// The fast kernels work on one "task": one kv head and a block of queries. Its rows are the
+// (query, head-in-group) pairs, so the query heads of a GQA group share every K/V load. Keys are
+// visited in blocks with an online softmax (running max and sum per row), never an nq x nk
+// matrix. K is pre-transposed into panels of kKeyTile keys: panel[kvh][tile][c][kKeyTile], so
+// QK^T is a broadcast-FMA over head_dim into kKeyTile scores at once (zero-padded keys).
+#pragma once
+
+#include <cstdint>
+
+#include "ops/attention.h"
+
+namespace qvl::ops::attention_kernels {
+
+inline constexpr int64_t kKeyTile = 16;
+
+// The scalar per-(query, head) implementation; the oracle for tests.
+void attention_reference(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
+                         const AttentionShape& shape, int64_t causal_offset, float* out);
+
+struct Problem {
+  const float* q = nullptr;         // [nq, n_heads, head_dim]
+  const float* k_panels = nullptr;  // [n_kv_heads, ceil(nk / kKeyTile), head_dim, kKeyTile]
+  const float* v = nullptr;         // [nk, n_kv_heads, head_dim]
+  float* out = nullptr;             // [nq, n_heads, head_dim]
+  int64_t nq = 0;
+  int64_t nk = 0;
+  AttentionShape shape;
+  int64_t causal_offset = -1;
+};
+
+// Floats of scratch a task with `rows` rows needs.
+int64_t task_scratch_floats(int64_t rows, int64_t head_dim);
+
+// Computes out for queries [q_begin, q_end) of every head of kv head `kvh`. head_dim must be a
+// multiple of 16. scratch: task_scratch_floats(rows, head_dim) floats, rows = queries * group.
+void task_avx512(const Problem& p, int64_t kvh, int64_t q_begin, int64_t q_end, float* scratch);
+void task_avx2(const Problem& p, int64_t kvh, int64_t q_begin, int64_t q_end, float* scratch);
+
+}  // namespace qvl::ops::attention_kernels
