@@ -1,10 +1,11 @@
-// Streaming SHA-256 (FIPS 180-4), used to verify LFS files from the hub, whose ETag is the
-// sha256 of the content.
+// Streaming SHA-256 (OpenSSL's implementation), used to verify LFS files from the hub, whose
+// ETag is the sha256 of the content.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -21,12 +22,10 @@ class Sha256 {
   std::string hex_digest();
 
  private:
-  void compress(const uint8_t* block);
-
-  std::array<uint32_t, 8> state_;
-  std::array<uint8_t, 64> buffer_{};
-  size_t buffered_ = 0;
-  uint64_t total_bytes_ = 0;
+  struct ContextDeleter {
+    void operator()(void* ctx) const;
+  };
+  std::unique_ptr<void, ContextDeleter> ctx_;  // an EVP_MD_CTX
 };
 
 // Hex sha256 of a whole string.
