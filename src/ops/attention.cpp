@@ -58,6 +58,8 @@ namespace {
 
 using attention_kernels::kKeyTile;
 
+constexpr int64_t kDirectMaxRows = 8;
+
 // k [nk, n_kv_heads, d] -> panels [n_kv_heads, tiles, d, kKeyTile], zero-padded keys.
 void pack_key_panels(const float* k, int64_t nk, const AttentionShape& s, float* panels) {
   const int64_t d = s.head_dim, tiles = (nk + kKeyTile - 1) / kKeyTile;
@@ -94,13 +96,20 @@ void attention(const float* q, int64_t nq, const float* k, const float* v, int64
   if (nq <= 0) return;
   const auto task =
       isa == IsaLevel::kAvx512 ? attention_kernels::task_avx512 : attention_kernels::task_avx2;
+  const int64_t group = s.n_heads / s.n_kv_heads;
+  // Transposing K pays off once enough rows (query x head-in-group) share each key.
+  const bool use_panels = nq * group > kDirectMaxRows;
   const int64_t tiles = (nk + kKeyTile - 1) / kKeyTile;
-  AlignedBuffer<float> panels(static_cast<size_t>(s.n_kv_heads * tiles * s.head_dim * kKeyTile));
-  pack_key_panels(k, nk, s, panels.data());
+  AlignedBuffer<float> panels;
+  if (use_panels) {
+    panels.resize(static_cast<size_t>(s.n_kv_heads * tiles * s.head_dim * kKeyTile));
+    pack_key_panels(k, nk, s, panels.data());
+  }
 
   attention_kernels::Problem p;
   p.q = q;
-  p.k_panels = panels.data();
+  p.k = k;
+  p.k_panels = use_panels ? panels.data() : nullptr;
   p.v = v;
   p.out = out;
   p.nq = nq;
@@ -108,7 +117,6 @@ void attention(const float* q, int64_t nq, const float* k, const float* v, int64
   p.shape = s;
   p.causal_offset = causal_offset;
   // About 64 rows (query x head-in-group pairs) per task: K/V blocks are reused across them.
-  const int64_t group = s.n_heads / s.n_kv_heads;
   const int64_t block = std::max<int64_t>(1, 64 / group);
   const int64_t n_blocks = (nq + block - 1) / block;
   const int64_t scratch = attention_kernels::task_scratch_floats(block * group, s.head_dim);

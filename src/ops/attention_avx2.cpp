@@ -12,8 +12,9 @@
 namespace qvl::ops::attention_kernels {
 namespace {
 
-constexpr int64_t kKeyBlock = 128;  // keys per online-softmax step (a multiple of kKeyTile)
-constexpr int kRows = 4;            // rows computed together (register blocking)
+constexpr int64_t kKeyBlock = 128;    // keys per online-softmax step (a multiple of kKeyTile)
+constexpr int kRows = 4;              // rows computed together (register blocking)
+constexpr int64_t kPrefetchKeys = 8;  // how far ahead strided K/V rows are prefetched
 
 int64_t min_i64(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -56,6 +57,26 @@ float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(x);
 }
 
+// scores[r][0 .. n_keys) from keys in their natural layout (row j at k + j * k_stride), scaled.
+void qk_direct(const float* const* qr, const float* k, int64_t k_stride, int64_t d, float scale,
+               int64_t n_keys, float* scores) {
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float* kj = k + j * k_stride;
+    // Rows are a page or more apart in decode: the hardware prefetcher does not follow them.
+    for (int64_t c = 0; c < d; c += 16) {
+      _mm_prefetch(reinterpret_cast<const char*>(kj + kPrefetchKeys * k_stride + c), _MM_HINT_T0);
+    }
+    __m256 acc[kRows];
+    for (int r = 0; r < kRows; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t c = 0; c < d; c += 8) {
+      const __m256 kv = _mm256_loadu_ps(kj + c);
+      for (int r = 0; r < kRows; ++r)
+        acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(qr[r] + c), kv, acc[r]);
+    }
+    for (int r = 0; r < kRows; ++r) scores[r * kKeyBlock + j] = horizontal_sum(acc[r]) * scale;
+  }
+}
+
 // o[r][c0 .. c0 + 16) = alpha[r] * o + sum_j p[r][j] * v[j].
 void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const float* v,
               int64_t v_stride, int64_t n_keys) {
@@ -66,6 +87,7 @@ void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const flo
     acc[r][1] = _mm256_mul_ps(a, _mm256_loadu_ps(o + r * d + 8));
   }
   for (int64_t j = 0; j < n_keys; ++j) {
+    _mm_prefetch(reinterpret_cast<const char*>(v + (j + kPrefetchKeys) * v_stride), _MM_HINT_T0);
     const __m256 v0 = _mm256_loadu_ps(v + j * v_stride);
     const __m256 v1 = _mm256_loadu_ps(v + j * v_stride + 8);
     for (int r = 0; r < kRows; ++r) {
@@ -138,7 +160,7 @@ void task_avx2(const Problem& p, int64_t kvh, int64_t q_begin, int64_t q_end, fl
     return causal ? min_i64(p.nk, p.causal_offset + i + 1) : p.nk;
   };
   const int64_t n_tiles_all = (p.nk + kKeyTile - 1) / kKeyTile;
-  const float* panels = p.k_panels + kvh * n_tiles_all * d * kKeyTile;
+  const float* panels = p.k_panels ? p.k_panels + kvh * n_tiles_all * d * kKeyTile : nullptr;
   const int64_t v_stride = s.n_kv_heads * d;
   const int64_t task_keys = visible_keys(q_end - 1);
   for (int64_t j0 = 0; j0 < task_keys; j0 += kKeyBlock) {
@@ -157,8 +179,11 @@ void task_avx2(const Problem& p, int64_t kvh, int64_t q_begin, int64_t q_end, fl
       if (group_keys <= 0) continue;  // causal: the whole block is in these rows' future
       const int64_t n_tiles = (group_keys + kKeyTile - 1) / kKeyTile;
       const float* panel = panels + (j0 / kKeyTile) * d * kKeyTile;
-      for (int64_t t = 0; t < n_tiles; ++t) {
+      for (int64_t t = 0; p.k_panels != nullptr && t < n_tiles; ++t) {
         qk_tile(qr, panel + t * d * kKeyTile, d, s.scale, scores + t * kKeyTile);
+      }
+      if (p.k_panels == nullptr) {
+        qk_direct(qr, p.k + j0 * v_stride + kvh * d, v_stride, d, s.scale, group_keys, scores);
       }
       float alpha[kRows];
       softmax_block(scores, visible, n_tiles, m + g, l + g, alpha);

@@ -15,8 +15,9 @@
 namespace qvl::ops::attention_kernels {
 namespace {
 
-constexpr int64_t kKeyBlock = 128;  // keys per online-softmax step (a multiple of kKeyTile)
-constexpr int kRows = 4;            // rows computed together (register blocking)
+constexpr int64_t kKeyBlock = 128;    // keys per online-softmax step (a multiple of kKeyTile)
+constexpr int kRows = 4;              // rows computed together (register blocking)
+constexpr int64_t kPrefetchKeys = 8;  // how far ahead strided K/V rows are prefetched
 
 int64_t min_i64(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -48,6 +49,27 @@ void qk_tiles(const float* const* qr, const float* panel, int64_t d, float scale
   }
 }
 
+// scores[r][0 .. n_keys) from keys in their natural layout (row j at k + j * k_stride), scaled.
+void qk_direct(const float* const* qr, const float* k, int64_t k_stride, int64_t d, float scale,
+               int64_t n_keys, float* scores) {
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float* kj = k + j * k_stride;
+    // Rows are a page or more apart in decode: the hardware prefetcher does not follow them.
+    for (int64_t c = 0; c < d; c += 16) {
+      _mm_prefetch(reinterpret_cast<const char*>(kj + kPrefetchKeys * k_stride + c), _MM_HINT_T0);
+    }
+    __m512 acc[kRows];
+    for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < d; c += 16) {
+      const __m512 kv = _mm512_loadu_ps(kj + c);
+      for (int r = 0; r < kRows; ++r)
+        acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(qr[r] + c), kv, acc[r]);
+    }
+    for (int r = 0; r < kRows; ++r)
+      scores[r * kKeyBlock + j] = _mm512_reduce_add_ps(acc[r]) * scale;
+  }
+}
+
 // o[r][c0 .. c0 + 16 * kVecs) = alpha[r] * o + sum_j p[r][j] * v[j].
 template <int kVecs>
 void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const float* v,
@@ -60,6 +82,10 @@ void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const flo
   }
   for (int64_t j = 0; j < n_keys; ++j) {
     const float* vj = v + j * v_stride;
+    for (int x = 0; x < kVecs; x += 1) {
+      _mm_prefetch(reinterpret_cast<const char*>(vj + kPrefetchKeys * v_stride + x * 16),
+                   _MM_HINT_T0);
+    }
     __m512 vv[kVecs];
     for (int x = 0; x < kVecs; ++x) vv[x] = _mm512_loadu_ps(vj + x * 16);
     for (int r = 0; r < kRows; ++r) {
@@ -128,7 +154,7 @@ void task_avx512(const Problem& p, int64_t kvh, int64_t q_begin, int64_t q_end, 
     return causal ? min_i64(p.nk, p.causal_offset + i + 1) : p.nk;
   };
   const int64_t n_tiles_all = (p.nk + kKeyTile - 1) / kKeyTile;
-  const float* panels = p.k_panels + kvh * n_tiles_all * d * kKeyTile;
+  const float* panels = p.k_panels ? p.k_panels + kvh * n_tiles_all * d * kKeyTile : nullptr;
   const int64_t v_stride = s.n_kv_heads * d;
   const int64_t task_keys = visible_keys(q_end - 1);
   for (int64_t j0 = 0; j0 < task_keys; j0 += kKeyBlock) {
@@ -147,12 +173,15 @@ void task_avx512(const Problem& p, int64_t kvh, int64_t q_begin, int64_t q_end, 
       if (group_keys <= 0) continue;  // causal: the whole block is in these rows' future
       const int64_t n_tiles = (group_keys + kKeyTile - 1) / kKeyTile;
       const float* panel = panels + (j0 / kKeyTile) * d * kKeyTile;
-      for (int64_t t = 0; t < n_tiles; t += 2) {
+      for (int64_t t = 0; p.k_panels != nullptr && t < n_tiles; t += 2) {
         if (t + 1 < n_tiles) {
           qk_tiles<2>(qr, panel + t * d * kKeyTile, d, s.scale, scores + t * kKeyTile);
         } else {
           qk_tiles<1>(qr, panel + t * d * kKeyTile, d, s.scale, scores + t * kKeyTile);
         }
+      }
+      if (p.k_panels == nullptr) {
+        qk_direct(qr, p.k + j0 * v_stride + kvh * d, v_stride, d, s.scale, group_keys, scores);
       }
       float alpha[kRows];
       softmax_block(scores, visible, n_tiles, m + g, l + g, alpha);

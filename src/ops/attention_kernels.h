@@ -20,10 +20,13 @@ void attention_reference(const float* q, int64_t nq, const float* k, const float
                          const AttentionShape& shape, int64_t causal_offset, float* out);
 
 struct Problem {
-  const float* q = nullptr;         // [nq, n_heads, head_dim]
-  const float* k_panels = nullptr;  // [n_kv_heads, ceil(nk / kKeyTile), head_dim, kKeyTile]
-  const float* v = nullptr;         // [nk, n_kv_heads, head_dim]
-  float* out = nullptr;             // [nq, n_heads, head_dim]
+  const float* q = nullptr;  // [nq, n_heads, head_dim]
+  const float* k = nullptr;  // [nk, n_kv_heads, head_dim]
+  // [n_kv_heads, ceil(nk / kKeyTile), head_dim, kKeyTile], or null: scores from k directly (a
+  // dot product per key, no transpose: cheaper when few rows share each key, as in decode).
+  const float* k_panels = nullptr;
+  const float* v = nullptr;  // [nk, n_kv_heads, head_dim]
+  float* out = nullptr;      // [nq, n_heads, head_dim]
   int64_t nq = 0;
   int64_t nk = 0;
   AttentionShape shape;

@@ -1,0 +1,79 @@
+// Attention: scalar reference vs the dispatched flash kernels, vision-like and decode-like shapes.
+// Reports GFLOP/s (4 * nq * nk * heads * head_dim per call; causal not used here). The machine
+// may be shared: compare reference and fast from the same run, and note the load average.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "ops/attention.h"
+#include "ops/attention_kernels.h"
+
+namespace {
+
+using qvl::ops::AttentionShape;
+
+struct Inputs {
+  std::vector<float> q, k, v, out;
+};
+
+Inputs make_inputs(int64_t nq, int64_t nk, const AttentionShape& s) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  Inputs in;
+  in.q.resize(static_cast<size_t>(nq * s.n_heads * s.head_dim));
+  in.k.resize(static_cast<size_t>(nk * s.n_kv_heads * s.head_dim));
+  in.v.resize(in.k.size());
+  in.out.resize(in.q.size());
+  for (auto* buf : {&in.q, &in.k, &in.v}) {
+    for (auto& x : *buf) x = dist(rng);
+  }
+  return in;
+}
+
+void run(benchmark::State& state, bool fast, int64_t nq, int64_t nk, AttentionShape s) {
+  s.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  Inputs in = make_inputs(nq, nk, s);
+  for (auto _ : state) {
+    if (fast) {
+      qvl::ops::attention(in.q.data(), nq, in.k.data(), in.v.data(), nk, s, -1, in.out.data());
+    } else {
+      qvl::ops::attention_kernels::attention_reference(in.q.data(), nq, in.k.data(), in.v.data(),
+                                                       nk, s, -1, in.out.data());
+    }
+    benchmark::DoNotOptimize(in.out.data());
+  }
+  const double flops = 4.0 * static_cast<double>(nq * nk * s.n_heads * s.head_dim);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1) state.counters["load1"] = load[0];
+}
+
+void BM_AttentionVision784(benchmark::State& st, bool fast) {
+  run(st, fast, 784, 784, {16, 16, 64, 1});
+}
+void BM_AttentionVision3072(benchmark::State& st, bool fast) {
+  run(st, fast, 3072, 3072, {16, 16, 64, 1});
+}
+void BM_AttentionDecode4096(benchmark::State& st, bool fast) {
+  run(st, fast, 1, 4096, {16, 8, 128, 1});
+}
+
+BENCHMARK_CAPTURE(BM_AttentionVision784, reference, false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_AttentionVision784, fast, true)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_AttentionVision3072, reference, false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_AttentionVision3072, fast, true)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_AttentionDecode4096, reference, false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_AttentionDecode4096, fast, true)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
