@@ -57,7 +57,9 @@ float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(x);
 }
 
-// scores[r][0 .. n_keys) from keys in their natural layout (row j at k + j * k_stride), scaled.
+// scores[r][0 .. n_keys) for the first kLive rows, from keys in their natural layout (row j
+// at k + j * k_stride), scaled.
+template <int kLive>
 void qk_direct(const float* const* qr, const float* k, int64_t k_stride, int64_t d, float scale,
                int64_t n_keys, float* scores) {
   for (int64_t j = 0; j < n_keys; ++j) {
@@ -66,22 +68,23 @@ void qk_direct(const float* const* qr, const float* k, int64_t k_stride, int64_t
     for (int64_t c = 0; c < d; c += 16) {
       _mm_prefetch(reinterpret_cast<const char*>(kj + kPrefetchKeys * k_stride + c), _MM_HINT_T0);
     }
-    __m256 acc[kRows];
-    for (int r = 0; r < kRows; ++r) acc[r] = _mm256_setzero_ps();
+    __m256 acc[kLive];
+    for (int r = 0; r < kLive; ++r) acc[r] = _mm256_setzero_ps();
     for (int64_t c = 0; c < d; c += 8) {
       const __m256 kv = _mm256_loadu_ps(kj + c);
-      for (int r = 0; r < kRows; ++r)
+      for (int r = 0; r < kLive; ++r)
         acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(qr[r] + c), kv, acc[r]);
     }
-    for (int r = 0; r < kRows; ++r) scores[r * kKeyBlock + j] = horizontal_sum(acc[r]) * scale;
+    for (int r = 0; r < kLive; ++r) scores[r * kKeyBlock + j] = horizontal_sum(acc[r]) * scale;
   }
 }
 
-// o[r][c0 .. c0 + 16) = alpha[r] * o + sum_j p[r][j] * v[j].
+// o[r][c0 .. c0 + 16) = alpha[r] * o + sum_j p[r][j] * v[j] for the first kLive rows.
+template <int kLive>
 void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const float* v,
               int64_t v_stride, int64_t n_keys) {
-  __m256 acc[kRows][2];
-  for (int r = 0; r < kRows; ++r) {
+  __m256 acc[kLive][2];
+  for (int r = 0; r < kLive; ++r) {
     const __m256 a = _mm256_set1_ps(alpha[r]);
     acc[r][0] = _mm256_mul_ps(a, _mm256_loadu_ps(o + r * d));
     acc[r][1] = _mm256_mul_ps(a, _mm256_loadu_ps(o + r * d + 8));
@@ -90,16 +93,24 @@ void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const flo
     _mm_prefetch(reinterpret_cast<const char*>(v + (j + kPrefetchKeys) * v_stride), _MM_HINT_T0);
     const __m256 v0 = _mm256_loadu_ps(v + j * v_stride);
     const __m256 v1 = _mm256_loadu_ps(v + j * v_stride + 8);
-    for (int r = 0; r < kRows; ++r) {
+    for (int r = 0; r < kLive; ++r) {
       const __m256 pb = _mm256_broadcast_ss(p + r * kKeyBlock + j);
       acc[r][0] = _mm256_fmadd_ps(pb, v0, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(pb, v1, acc[r][1]);
     }
   }
-  for (int r = 0; r < kRows; ++r) {
+  for (int r = 0; r < kLive; ++r) {
     _mm256_storeu_ps(o + r * d, acc[r][0]);
     _mm256_storeu_ps(o + r * d + 8, acc[r][1]);
   }
+}
+
+// pv_chunk over all of head_dim.
+template <int kLive>
+void pv_rows(float* o, int64_t d, const float* alpha, const float* p, const float* v,
+             int64_t v_stride, int64_t n_keys) {
+  for (int64_t c0 = 0; c0 < d; c0 += 16)
+    pv_chunk<kLive>(o + c0, d, alpha, p, v + c0, v_stride, n_keys);
 }
 
 // Masks scores beyond each row's visible keys, turns them into probabilities against the updated
@@ -182,15 +193,41 @@ void task_avx2(const Problem& p, int64_t kvh, int64_t q_begin, int64_t q_end, fl
       for (int64_t t = 0; p.k_panels != nullptr && t < n_tiles; ++t) {
         qk_tile(qr, panel + t * d * kKeyTile, d, s.scale, scores + t * kKeyTile);
       }
+      const int live = static_cast<int>(min_i64(kRows, rows - g));  // rows past the end: padding
       if (p.k_panels == nullptr) {
-        qk_direct(qr, p.k + j0 * v_stride + kvh * d, v_stride, d, s.scale, group_keys, scores);
+        const float* kb = p.k + j0 * v_stride + kvh * d;
+        switch (live) {
+          case 4:
+            qk_direct<4>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            break;
+          case 3:
+            qk_direct<3>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            break;
+          case 2:
+            qk_direct<2>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            break;
+          default:
+            qk_direct<1>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            break;
+        }
       }
       float alpha[kRows];
       softmax_block(scores, visible, n_tiles, m + g, l + g, alpha);
       float* og = o + g * d;
       const float* vb = p.v + j0 * v_stride + kvh * d;
-      for (int64_t c0 = 0; c0 < d; c0 += 16) {
-        pv_chunk(og + c0, d, alpha, scores, vb + c0, v_stride, group_keys);
+      switch (live) {
+        case 4:
+          pv_rows<4>(og, d, alpha, scores, vb, v_stride, group_keys);
+          break;
+        case 3:
+          pv_rows<3>(og, d, alpha, scores, vb, v_stride, group_keys);
+          break;
+        case 2:
+          pv_rows<2>(og, d, alpha, scores, vb, v_stride, group_keys);
+          break;
+        default:
+          pv_rows<1>(og, d, alpha, scores, vb, v_stride, group_keys);
+          break;
       }
     }
   }

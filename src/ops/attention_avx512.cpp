@@ -49,7 +49,9 @@ void qk_tiles(const float* const* qr, const float* panel, int64_t d, float scale
   }
 }
 
-// scores[r][0 .. n_keys) from keys in their natural layout (row j at k + j * k_stride), scaled.
+// scores[r][0 .. n_keys) for the first kLive rows, from keys in their natural layout (row j
+// at k + j * k_stride), scaled.
+template <int kLive>
 void qk_direct(const float* const* qr, const float* k, int64_t k_stride, int64_t d, float scale,
                int64_t n_keys, float* scores) {
   for (int64_t j = 0; j < n_keys; ++j) {
@@ -58,24 +60,24 @@ void qk_direct(const float* const* qr, const float* k, int64_t k_stride, int64_t
     for (int64_t c = 0; c < d; c += 16) {
       _mm_prefetch(reinterpret_cast<const char*>(kj + kPrefetchKeys * k_stride + c), _MM_HINT_T0);
     }
-    __m512 acc[kRows];
-    for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
+    __m512 acc[kLive];
+    for (int r = 0; r < kLive; ++r) acc[r] = _mm512_setzero_ps();
     for (int64_t c = 0; c < d; c += 16) {
       const __m512 kv = _mm512_loadu_ps(kj + c);
-      for (int r = 0; r < kRows; ++r)
+      for (int r = 0; r < kLive; ++r)
         acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(qr[r] + c), kv, acc[r]);
     }
-    for (int r = 0; r < kRows; ++r)
+    for (int r = 0; r < kLive; ++r)
       scores[r * kKeyBlock + j] = _mm512_reduce_add_ps(acc[r]) * scale;
   }
 }
 
-// o[r][c0 .. c0 + 16 * kVecs) = alpha[r] * o + sum_j p[r][j] * v[j].
-template <int kVecs>
+// o[r][c0 .. c0 + 16 * kVecs) = alpha[r] * o + sum_j p[r][j] * v[j] for the first kLive rows.
+template <int kLive, int kVecs>
 void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const float* v,
               int64_t v_stride, int64_t n_keys) {
-  __m512 acc[kRows][kVecs];
-  for (int r = 0; r < kRows; ++r) {
+  __m512 acc[kLive][kVecs];
+  for (int r = 0; r < kLive; ++r) {
     const __m512 a = _mm512_set1_ps(alpha[r]);
     for (int x = 0; x < kVecs; ++x)
       acc[r][x] = _mm512_mul_ps(a, _mm512_loadu_ps(o + r * d + x * 16));
@@ -88,13 +90,35 @@ void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const flo
     }
     __m512 vv[kVecs];
     for (int x = 0; x < kVecs; ++x) vv[x] = _mm512_loadu_ps(vj + x * 16);
-    for (int r = 0; r < kRows; ++r) {
+    for (int r = 0; r < kLive; ++r) {
       const __m512 pb = _mm512_set1_ps(p[r * kKeyBlock + j]);
       for (int x = 0; x < kVecs; ++x) acc[r][x] = _mm512_fmadd_ps(pb, vv[x], acc[r][x]);
     }
   }
-  for (int r = 0; r < kRows; ++r) {
+  for (int r = 0; r < kLive; ++r) {
     for (int x = 0; x < kVecs; ++x) _mm512_storeu_ps(o + r * d + x * 16, acc[r][x]);
+  }
+}
+
+// pv_chunk over all of head_dim, 64 columns at a time.
+template <int kLive>
+void pv_rows(float* o, int64_t d, const float* alpha, const float* p, const float* v,
+             int64_t v_stride, int64_t n_keys) {
+  for (int64_t c0 = 0; c0 < d; c0 += 64) {
+    switch (min_i64(4, (d - c0) / 16)) {
+      case 4:
+        pv_chunk<kLive, 4>(o + c0, d, alpha, p, v + c0, v_stride, n_keys);
+        break;
+      case 3:
+        pv_chunk<kLive, 3>(o + c0, d, alpha, p, v + c0, v_stride, n_keys);
+        break;
+      case 2:
+        pv_chunk<kLive, 2>(o + c0, d, alpha, p, v + c0, v_stride, n_keys);
+        break;
+      default:
+        pv_chunk<kLive, 1>(o + c0, d, alpha, p, v + c0, v_stride, n_keys);
+        break;
+    }
   }
 }
 
@@ -180,28 +204,41 @@ void task_avx512(const Problem& p, int64_t kvh, int64_t q_begin, int64_t q_end, 
           qk_tiles<1>(qr, panel + t * d * kKeyTile, d, s.scale, scores + t * kKeyTile);
         }
       }
+      const int live = static_cast<int>(min_i64(kRows, rows - g));  // rows past the end: padding
       if (p.k_panels == nullptr) {
-        qk_direct(qr, p.k + j0 * v_stride + kvh * d, v_stride, d, s.scale, group_keys, scores);
+        const float* kb = p.k + j0 * v_stride + kvh * d;
+        switch (live) {
+          case 4:
+            qk_direct<4>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            break;
+          case 3:
+            qk_direct<3>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            break;
+          case 2:
+            qk_direct<2>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            break;
+          default:
+            qk_direct<1>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            break;
+        }
       }
       float alpha[kRows];
       softmax_block(scores, visible, n_tiles, m + g, l + g, alpha);
       float* og = o + g * d;
       const float* vb = p.v + j0 * v_stride + kvh * d;
-      for (int64_t c0 = 0; c0 < d; c0 += 64) {
-        switch (min_i64(4, (d - c0) / 16)) {
-          case 4:
-            pv_chunk<4>(og + c0, d, alpha, scores, vb + c0, v_stride, group_keys);
-            break;
-          case 3:
-            pv_chunk<3>(og + c0, d, alpha, scores, vb + c0, v_stride, group_keys);
-            break;
-          case 2:
-            pv_chunk<2>(og + c0, d, alpha, scores, vb + c0, v_stride, group_keys);
-            break;
-          default:
-            pv_chunk<1>(og + c0, d, alpha, scores, vb + c0, v_stride, group_keys);
-            break;
-        }
+      switch (live) {
+        case 4:
+          pv_rows<4>(og, d, alpha, scores, vb, v_stride, group_keys);
+          break;
+        case 3:
+          pv_rows<3>(og, d, alpha, scores, vb, v_stride, group_keys);
+          break;
+        case 2:
+          pv_rows<2>(og, d, alpha, scores, vb, v_stride, group_keys);
+          break;
+        default:
+          pv_rows<1>(og, d, alpha, scores, vb, v_stride, group_keys);
+          break;
       }
     }
   }
