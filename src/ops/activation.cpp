@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "base/log.h"
 #include "base/thread_pool.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/packed_matrix.h"
@@ -36,6 +38,48 @@ void gelu_erf_reference(float* x, int64_t n) {
 
 namespace {
 
+bool close_to(const std::vector<float>& got, const std::vector<float>& want) {
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!(std::fabs(got[i] - want[i]) <= 1e-5f * std::max(1.0f, std::fabs(want[i])))) return false;
+  }
+  return true;
+}
+
+// The kernels of one level on a small input (with a vector tail) against the references.
+bool agrees_with_reference(IsaLevel isa) {
+  namespace ek = elementwise_kernels;
+  const bool avx512 = isa == IsaLevel::kAvx512;
+  constexpr int64_t n = 45;
+  std::vector<float> x(n), w(n), b(n), want(n), got(n);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = static_cast<float>(i % 13) * 0.9f - 5.0f;
+    w[i] = 1.0f + static_cast<float>(i % 5) * 0.1f;
+    b[i] = static_cast<float>(i % 3) * 0.2f;
+  }
+  bool ok = true;
+  ek::silu_mul_reference(x.data(), w.data(), n, want.data());
+  (avx512 ? ek::silu_mul_avx512 : ek::silu_mul_avx2)(x.data(), w.data(), n, got.data());
+  ok = ok && close_to(got, want);
+  want = x;
+  got = x;
+  ek::gelu_tanh_reference(want.data(), n);
+  (avx512 ? ek::gelu_tanh_avx512 : ek::gelu_tanh_avx2)(got.data(), n);
+  ok = ok && close_to(got, want);
+  ek::rms_norm_reference(x.data(), w.data(), 1e-6f, 1, n, want.data());
+  (avx512 ? ek::rms_norm_row_avx512 : ek::rms_norm_row_avx2)(x.data(), w.data(), 1e-6f, n,
+                                                             got.data());
+  ok = ok && close_to(got, want);
+  ek::layer_norm_reference(x.data(), w.data(), b.data(), 1e-6f, 1, n, want.data());
+  (avx512 ? ek::layer_norm_row_avx512 : ek::layer_norm_row_avx2)(x.data(), w.data(), b.data(),
+                                                                 1e-6f, n, got.data());
+  ok = ok && close_to(got, want);
+  if (!ok) {
+    QVL_LOG(kError) << isa_level_name(isa)
+                    << " activation/norm kernels disagree with the references; using a lower level";
+  }
+  return ok;
+}
+
 // Runs fn(begin, end) over [0, n) on the global pool when n is large enough to pay for it.
 template <typename Fn>
 void for_chunks(int64_t n, Fn&& fn) {
@@ -53,9 +97,32 @@ void for_chunks(int64_t n, Fn&& fn) {
 
 }  // namespace
 
+namespace elementwise_kernels {
+
+bool kernels_verified(IsaLevel isa) {
+  if (isa == IsaLevel::kAvx2) {
+    static const bool ok = agrees_with_reference(IsaLevel::kAvx2);
+    return ok;
+  }
+  if (isa == IsaLevel::kAvx512) {
+    static const bool ok = agrees_with_reference(IsaLevel::kAvx512);
+    return ok;
+  }
+  return true;
+}
+
+IsaLevel usable_isa() {
+  IsaLevel isa = active_isa();
+  if (isa == IsaLevel::kAvx512 && !kernels_verified(isa)) isa = IsaLevel::kAvx2;
+  if (isa == IsaLevel::kAvx2 && !kernels_verified(isa)) isa = IsaLevel::kScalar;
+  return isa;
+}
+
+}  // namespace elementwise_kernels
+
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
   namespace ek = elementwise_kernels;
-  const IsaLevel isa = active_isa();
+  const IsaLevel isa = ek::usable_isa();
   const auto kernel = isa == IsaLevel::kAvx512 ? ek::silu_mul_avx512
                       : isa == IsaLevel::kAvx2 ? ek::silu_mul_avx2
                                                : ek::silu_mul_reference;
@@ -64,7 +131,7 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
 
 void gelu_tanh(float* x, int64_t n) {
   namespace ek = elementwise_kernels;
-  const IsaLevel isa = active_isa();
+  const IsaLevel isa = ek::usable_isa();
   const auto kernel = isa == IsaLevel::kAvx512 ? ek::gelu_tanh_avx512
                       : isa == IsaLevel::kAvx2 ? ek::gelu_tanh_avx2
                                                : ek::gelu_tanh_reference;

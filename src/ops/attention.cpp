@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/aligned_buffer.h"
+#include "base/log.h"
 #include "base/thread_pool.h"
 #include "ops/attention_kernels.h"
 #include "ops/matmul.h"
@@ -82,11 +83,8 @@ void pack_key_panels(const float* k, int64_t nk, const AttentionShape& s, float*
       });
 }
 
-}  // namespace
-
-void attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
-               const AttentionShape& s, int64_t causal_offset, float* out) {
-  const IsaLevel isa = active_isa();
+void attention_on(IsaLevel isa, const float* q, int64_t nq, const float* k, const float* v,
+                  int64_t nk, const AttentionShape& s, int64_t causal_offset, float* out) {
   const bool fast_shape = s.head_dim > 0 && s.head_dim % 16 == 0 && s.n_kv_heads > 0 &&
                           s.n_heads % s.n_kv_heads == 0 && nk > 0;
   if (isa == IsaLevel::kScalar || !fast_shape) {
@@ -129,6 +127,63 @@ void attention(const float* q, int64_t nq, const float* k, const float* v, int64
           task(p, kvh, q_begin, std::min(nq, q_begin + block), buffer.data());
         }
       });
+}
+
+// One small problem per code path (K panels and direct K, causal and not) against the reference.
+bool agrees_with_reference(IsaLevel isa) {
+  struct Check {
+    int64_t nq, nk, causal_offset;
+  };
+  const AttentionShape shape{4, 2, 64, 0.125f};
+  uint32_t state = 12345;
+  auto next = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / 16777216.0f * 4.0f - 2.0f;
+  };
+  for (const Check c : {Check{40, 40, 0}, Check{37, 150, -1}, Check{1, 150, 149}, Check{3, 9, 6}}) {
+    std::vector<float> q(static_cast<size_t>(c.nq * 4 * 64)), k(static_cast<size_t>(c.nk * 2 * 64));
+    std::vector<float> v(k.size()), want(q.size()), got(q.size());
+    for (auto* buf : {&q, &k, &v}) {
+      for (auto& x : *buf) x = next();
+    }
+    attention_kernels::attention_reference(q.data(), c.nq, k.data(), v.data(), c.nk, shape,
+                                           c.causal_offset, want.data());
+    attention_on(isa, q.data(), c.nq, k.data(), v.data(), c.nk, shape, c.causal_offset, got.data());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (!(std::fabs(got[i] - want[i]) <= 1e-4f)) {
+        QVL_LOG(kError) << isa_level_name(isa) << " attention kernel disagrees with the reference ("
+                        << got[i] << " vs " << want[i] << "); using a lower level";
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+namespace attention_kernels {
+
+bool kernels_verified(IsaLevel isa) {
+  if (isa == IsaLevel::kAvx2) {
+    static const bool ok = agrees_with_reference(IsaLevel::kAvx2);
+    return ok;
+  }
+  if (isa == IsaLevel::kAvx512) {
+    static const bool ok = agrees_with_reference(IsaLevel::kAvx512);
+    return ok;
+  }
+  return true;
+}
+
+}  // namespace attention_kernels
+
+void attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
+               const AttentionShape& s, int64_t causal_offset, float* out) {
+  IsaLevel isa = active_isa();
+  if (isa == IsaLevel::kAvx512 && !attention_kernels::kernels_verified(isa)) isa = IsaLevel::kAvx2;
+  if (isa == IsaLevel::kAvx2 && !attention_kernels::kernels_verified(isa)) isa = IsaLevel::kScalar;
+  attention_on(isa, q, nq, k, v, nk, s, causal_offset, out);
 }
 
 }  // namespace qvl::ops

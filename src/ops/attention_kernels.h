@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "ops/attention.h"
+#include "ops/packed_matrix.h"
 
 namespace qvl::ops::attention_kernels {
 
@@ -18,6 +19,11 @@ inline constexpr int64_t kKeyTile = 16;
 // The scalar per-(query, head) implementation; the oracle for tests.
 void attention_reference(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
                          const AttentionShape& shape, int64_t causal_offset, float* out);
+
+// Whether the kernels of `isa` passed a one-time check against the reference on this CPU (computed
+// on first use; attention() falls back to a lower level, with an error logged, if not). Only
+// call for levels the CPU runs.
+bool kernels_verified(IsaLevel isa);
 
 struct Problem {
   const float* q = nullptr;  // [nq, n_heads, head_dim]

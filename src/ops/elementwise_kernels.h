@@ -3,7 +3,15 @@
 
 #include <cstdint>
 
+#include "ops/packed_matrix.h"
+
 namespace qvl::ops::elementwise_kernels {
+
+// Whether the kernels of `isa` passed a one-time check against the references on this CPU
+// (computed on first use; only call for levels the CPU runs). usable_isa() is active_isa(),
+// lowered past levels that failed (logged as an error).
+bool kernels_verified(IsaLevel isa);
+IsaLevel usable_isa();
 
 // The scalar versions (the oracles for tests).
 void silu_mul_reference(const float* gate, const float* up, int64_t n, float* out);

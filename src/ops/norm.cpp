@@ -57,7 +57,7 @@ void for_rows(int64_t rows, int64_t n, Fn&& row) {
 
 void rms_norm(const float* x, const float* weight, float eps, int64_t rows, int64_t n, float* y) {
   namespace ek = elementwise_kernels;
-  const IsaLevel isa = active_isa();
+  const IsaLevel isa = ek::usable_isa();
   if (isa == IsaLevel::kScalar) {
     ek::rms_norm_reference(x, weight, eps, rows, n, y);
     return;
@@ -69,7 +69,7 @@ void rms_norm(const float* x, const float* weight, float eps, int64_t rows, int6
 void layer_norm(const float* x, const float* weight, const float* bias, float eps, int64_t rows,
                 int64_t n, float* y) {
   namespace ek = elementwise_kernels;
-  const IsaLevel isa = active_isa();
+  const IsaLevel isa = ek::usable_isa();
   if (isa == IsaLevel::kScalar) {
     ek::layer_norm_reference(x, weight, bias, eps, rows, n, y);
     return;

@@ -87,6 +87,12 @@ TEST(Attention, MatchesReferenceAtEveryIsaLevel) {
   }
 }
 
+TEST(Attention, EveryIsaOfTheCpuPassesTheSelfCheck) {
+  for (IsaLevel isa : available_isas()) {
+    EXPECT_TRUE(attention_kernels::kernels_verified(isa)) << isa_level_name(isa);
+  }
+}
+
 TEST(Attention, LargeScoresAreStable) {
   // q ~ N(0, 6^2) with head_dim 64 gives scores of several tens; the first keys need not hold
   // the maximum, so the running max must rescale earlier sums.

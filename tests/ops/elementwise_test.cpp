@@ -62,6 +62,11 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
 
 const int64_t kLengths[] = {1, 7, 8, 15, 16, 17, 33, 100, 1000, 70001};
 
+TEST(Elementwise, EveryIsaOfTheCpuPassesTheSelfCheck) {
+  for (IsaLevel isa : available_isas())
+    EXPECT_TRUE(ek::kernels_verified(isa)) << isa_level_name(isa);
+}
+
 TEST(Activation, SiluMulMatchesReference) {
   for (IsaLevel isa : available_isas()) {
     for (int64_t n : kLengths) {
