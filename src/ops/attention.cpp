@@ -83,6 +83,19 @@ void pack_key_panels(const float* k, int64_t nk, const AttentionShape& s, float*
       });
 }
 
+// v [nk, n_kv_heads, d] -> [n_kv_heads, nk, d].
+void pack_values(const float* v, int64_t nk, const AttentionShape& s, float* packed) {
+  const int64_t d = s.head_dim;
+  ThreadPool::global().parallel_for(static_cast<size_t>(nk), [&](size_t b, size_t e) {
+    for (int64_t kvh = 0; kvh < s.n_kv_heads; ++kvh) {
+      for (size_t j = b; j < e; ++j) {
+        const float* src = v + (static_cast<int64_t>(j) * s.n_kv_heads + kvh) * d;
+        std::copy(src, src + d, packed + (kvh * nk + static_cast<int64_t>(j)) * d);
+      }
+    }
+  });
+}
+
 void attention_on(IsaLevel isa, const float* q, int64_t nq, const float* k, const float* v,
                   int64_t nk, const AttentionShape& s, int64_t causal_offset, float* out) {
   const bool fast_shape = s.head_dim > 0 && s.head_dim % 16 == 0 && s.n_kv_heads > 0 &&
@@ -98,10 +111,12 @@ void attention_on(IsaLevel isa, const float* q, int64_t nq, const float* k, cons
   // Transposing K pays off once enough rows (query x head-in-group) share each key.
   const bool use_panels = nq * group > kDirectMaxRows;
   const int64_t tiles = (nk + kKeyTile - 1) / kKeyTile;
-  AlignedBuffer<float> panels;
+  AlignedBuffer<float> panels, values;
   if (use_panels) {
     panels.resize(static_cast<size_t>(s.n_kv_heads * tiles * s.head_dim * kKeyTile));
     pack_key_panels(k, nk, s, panels.data());
+    values.resize(static_cast<size_t>(s.n_kv_heads * nk * s.head_dim));
+    pack_values(v, nk, s, values.data());
   }
 
   attention_kernels::Problem p;
@@ -109,6 +124,7 @@ void attention_on(IsaLevel isa, const float* q, int64_t nq, const float* k, cons
   p.k = k;
   p.k_panels = use_panels ? panels.data() : nullptr;
   p.v = v;
+  p.v_packed = use_panels ? values.data() : nullptr;
   p.out = out;
   p.nq = nq;
   p.nk = nk;

@@ -180,6 +180,7 @@ void task_avx512(const Problem& p, int64_t kvh, int64_t q_begin, int64_t q_end, 
   const int64_t n_tiles_all = (p.nk + kKeyTile - 1) / kKeyTile;
   const float* panels = p.k_panels ? p.k_panels + kvh * n_tiles_all * d * kKeyTile : nullptr;
   const int64_t v_stride = s.n_kv_heads * d;
+  const int64_t pv_stride = p.v_packed ? d : v_stride;
   const int64_t task_keys = visible_keys(q_end - 1);
   for (int64_t j0 = 0; j0 < task_keys; j0 += kKeyBlock) {
     const int64_t j1 = min_i64(j0 + kKeyBlock, task_keys);
@@ -225,19 +226,20 @@ void task_avx512(const Problem& p, int64_t kvh, int64_t q_begin, int64_t q_end, 
       float alpha[kRows];
       softmax_block(scores, visible, n_tiles, m + g, l + g, alpha);
       float* og = o + g * d;
-      const float* vb = p.v + j0 * v_stride + kvh * d;
+      const float* vb =
+          p.v_packed ? p.v_packed + (kvh * p.nk + j0) * d : p.v + j0 * v_stride + kvh * d;
       switch (live) {
         case 4:
-          pv_rows<4>(og, d, alpha, scores, vb, v_stride, group_keys);
+          pv_rows<4>(og, d, alpha, scores, vb, pv_stride, group_keys);
           break;
         case 3:
-          pv_rows<3>(og, d, alpha, scores, vb, v_stride, group_keys);
+          pv_rows<3>(og, d, alpha, scores, vb, pv_stride, group_keys);
           break;
         case 2:
-          pv_rows<2>(og, d, alpha, scores, vb, v_stride, group_keys);
+          pv_rows<2>(og, d, alpha, scores, vb, pv_stride, group_keys);
           break;
         default:
-          pv_rows<1>(og, d, alpha, scores, vb, v_stride, group_keys);
+          pv_rows<1>(og, d, alpha, scores, vb, pv_stride, group_keys);
           break;
       }
     }

@@ -32,7 +32,10 @@ struct Problem {
   // dot product per key, no transpose: cheaper when few rows share each key, as in decode).
   const float* k_panels = nullptr;
   const float* v = nullptr;  // [nk, n_kv_heads, head_dim]
-  float* out = nullptr;      // [nq, n_heads, head_dim]
+  // v as [n_kv_heads, nk, head_dim], or null. Rows of v for one head are a page or more apart in
+  // the model's shapes, so a block of them would fight over the same few cache sets.
+  const float* v_packed = nullptr;
+  float* out = nullptr;  // [nq, n_heads, head_dim]
   int64_t nq = 0;
   int64_t nk = 0;
   AttentionShape shape;
