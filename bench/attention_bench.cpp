@@ -8,8 +8,10 @@
 #include <random>
 #include <vector>
 
+#include "ops/activation.h"
 #include "ops/attention.h"
 #include "ops/attention_kernels.h"
+#include "ops/elementwise_kernels.h"
 
 namespace {
 
@@ -75,5 +77,33 @@ BENCHMARK_CAPTURE(BM_AttentionDecode4096, reference, false)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_AttentionDecode4096, fast, true)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The vision MLP activation: 784 patches x 4096 (one call per layer).
+void BM_GeluTanhVision(benchmark::State& state, bool fast) {
+  const int64_t n = 784 * 4096;
+  std::vector<float> x(static_cast<size_t>(n));
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  for (auto& v : x) v = dist(rng);
+  const std::vector<float> input = x;
+  for (auto _ : state) {
+    // Fresh inputs each time: GELU applied again and again would drift into subnormals.
+    state.PauseTiming();
+    x = input;
+    state.ResumeTiming();
+    if (fast) {
+      qvl::ops::gelu_tanh(x.data(), n);
+    } else {
+      qvl::ops::elementwise_kernels::gelu_tanh_reference(x.data(), n);
+    }
+    benchmark::DoNotOptimize(x.data());
+  }
+  state.counters["Melem/s"] = benchmark::Counter(static_cast<double>(n) / 1e6,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK_CAPTURE(BM_GeluTanhVision, reference, false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_GeluTanhVision, fast, true)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
