@@ -49,8 +49,8 @@ void attention_reference(const float* q, int64_t nq, const float* k, const float
 }
 
 int64_t task_scratch_floats(int64_t rows, int64_t head_dim) {
-  const int64_t rows_padded = (rows + 3) / 4 * 4;
-  return rows_padded * (head_dim + 2) + 4 * 128;
+  // Kernels pad rows to their register block (at most 8) and keep up to 8 rows x 128 scores.
+  return (rows + 8) * (head_dim + 2) + 8 * 128;
 }
 
 }  // namespace attention_kernels

@@ -13,7 +13,7 @@ namespace qvl::ops::attention_kernels {
 namespace {
 
 constexpr int64_t kKeyBlock = 128;    // keys per online-softmax step (a multiple of kKeyTile)
-constexpr int kRows = 4;              // rows computed together (register blocking)
+constexpr int kRows = 6;              // rows computed together (register blocking)
 constexpr int64_t kPrefetchKeys = 8;  // how far ahead strided K/V rows are prefetched
 
 int64_t min_i64(int64_t a, int64_t b) {
@@ -198,6 +198,12 @@ void task_avx2(const Problem& p, int64_t kvh, int64_t q_begin, int64_t q_end, fl
       if (p.k_panels == nullptr) {
         const float* kb = p.k + j0 * v_stride + kvh * d;
         switch (live) {
+          case 6:
+            qk_direct<6>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            break;
+          case 5:
+            qk_direct<5>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            break;
           case 4:
             qk_direct<4>(qr, kb, v_stride, d, s.scale, group_keys, scores);
             break;
@@ -218,6 +224,12 @@ void task_avx2(const Problem& p, int64_t kvh, int64_t q_begin, int64_t q_end, fl
       const float* vb =
           p.v_packed ? p.v_packed + (kvh * p.nk + j0) * d : p.v + j0 * v_stride + kvh * d;
       switch (live) {
+        case 6:
+          pv_rows<6>(og, d, alpha, scores, vb, pv_stride, group_keys);
+          break;
+        case 5:
+          pv_rows<5>(og, d, alpha, scores, vb, pv_stride, group_keys);
+          break;
         case 4:
           pv_rows<4>(og, d, alpha, scores, vb, pv_stride, group_keys);
           break;
