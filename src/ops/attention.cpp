@@ -48,9 +48,9 @@ void attention_reference(const float* q, int64_t nq, const float* k, const float
   });
 }
 
-int64_t task_scratch_floats(int64_t rows, int64_t head_dim) {
+int64_t task_scratch_floats(int64_t rows, int64_t head_dim, int64_t heads) {
   // Kernels pad rows to their register block (at most 8) and keep up to 8 rows x 128 scores.
-  return (rows + 8) * (head_dim + 2) + 8 * 128;
+  return heads * (rows + 8) * (head_dim + 2) + 8 * 128;
 }
 
 }  // namespace attention_kernels
@@ -133,14 +133,22 @@ void attention_on(IsaLevel isa, const float* q, int64_t nq, const float* k, cons
   // About 64 rows (query x head-in-group pairs) per task: K/V blocks are reused across them.
   const int64_t block = std::max<int64_t>(1, 64 / group);
   const int64_t n_blocks = (nq + block - 1) / block;
-  const int64_t scratch = attention_kernels::task_scratch_floats(block * group, s.head_dim);
+  // Decode-like calls (direct K) give each thread one run of kv heads, walked together per key
+  // block; prefill gives every kv head its own tasks.
+  const int64_t threads = ThreadPool::global().size();
+  const int64_t heads_per_task =
+      use_panels ? 1 : (s.n_kv_heads + threads - 1) / std::max<int64_t>(1, threads);
+  const int64_t head_runs = (s.n_kv_heads + heads_per_task - 1) / heads_per_task;
+  const int64_t scratch =
+      attention_kernels::task_scratch_floats(block * group, s.head_dim, heads_per_task);
   ThreadPool::global().parallel_for(
-      static_cast<size_t>(n_blocks * s.n_kv_heads), [&](size_t b, size_t e) {
+      static_cast<size_t>(n_blocks * head_runs), [&](size_t b, size_t e) {
         AlignedBuffer<float> buffer(static_cast<size_t>(scratch));
         for (size_t t = b; t < e; ++t) {
-          const int64_t kvh = static_cast<int64_t>(t) % s.n_kv_heads;
-          const int64_t q_begin = static_cast<int64_t>(t) / s.n_kv_heads * block;
-          task(p, kvh, q_begin, std::min(nq, q_begin + block), buffer.data());
+          const int64_t kvh = static_cast<int64_t>(t) % head_runs * heads_per_task;
+          const int64_t q_begin = static_cast<int64_t>(t) / head_runs * block;
+          task(p, kvh, std::min(s.n_kv_heads, kvh + heads_per_task), q_begin,
+               std::min(nq, q_begin + block), buffer.data());
         }
       });
 }

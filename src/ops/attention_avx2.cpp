@@ -152,105 +152,117 @@ void softmax_block(float* scores, const int64_t* visible, int64_t n_tiles, float
 
 }  // namespace
 
-void task_avx2(const Problem& p, int64_t kvh, int64_t q_begin, int64_t q_end, float* scratch) {
+void task_avx2(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin, int64_t q_end,
+               float* scratch) {
   const AttentionShape& s = p.shape;
   const int64_t d = s.head_dim, n_heads = s.n_heads, group = s.n_heads / s.n_kv_heads;
   const int64_t rows = (q_end - q_begin) * group;
   const int64_t rows_padded = (rows + kRows - 1) / kRows * kRows;
-  float* o = scratch;
-  float* m = o + rows_padded * d;
-  float* l = m + rows_padded;
-  float* scores = l + rows_padded;
-  for (int64_t i = 0; i < rows_padded * d; ++i) o[i] = 0.0f;
-  for (int64_t r = 0; r < rows_padded; ++r) {
-    m[r] = -__builtin_inff();
-    l[r] = 0.0f;
+  const int64_t heads = kvh_end - kvh_begin;
+  float* o_all = scratch;
+  float* m_all = o_all + heads * rows_padded * d;
+  float* l_all = m_all + heads * rows_padded;
+  float* scores = l_all + heads * rows_padded;
+  for (int64_t i = 0; i < heads * rows_padded * d; ++i) o_all[i] = 0.0f;
+  for (int64_t r = 0; r < heads * rows_padded; ++r) {
+    m_all[r] = -__builtin_inff();
+    l_all[r] = 0.0f;
   }
   const bool causal = p.causal_offset >= 0;
   auto visible_keys = [&](int64_t i) {
     return causal ? min_i64(p.nk, p.causal_offset + i + 1) : p.nk;
   };
   const int64_t n_tiles_all = (p.nk + kKeyTile - 1) / kKeyTile;
-  const float* panels = p.k_panels ? p.k_panels + kvh * n_tiles_all * d * kKeyTile : nullptr;
   const int64_t v_stride = s.n_kv_heads * d;
   const int64_t pv_stride = p.v_packed ? d : v_stride;
   const int64_t task_keys = visible_keys(q_end - 1);
   for (int64_t j0 = 0; j0 < task_keys; j0 += kKeyBlock) {
     const int64_t j1 = min_i64(j0 + kKeyBlock, task_keys);
-    for (int64_t g = 0; g < rows; g += kRows) {
-      const float* qr[kRows];
-      int64_t visible[kRows];  // relative to j0
-      int64_t group_keys = 0;
-      for (int r = 0; r < kRows; ++r) {
-        const int64_t row = min_i64(g + r, rows - 1);
-        const int64_t i = q_begin + row / group;
-        qr[r] = p.q + (i * n_heads + kvh * group + row % group) * d;
-        visible[r] = g + r < rows ? min_i64(visible_keys(i), j1) - j0 : 0;
-        group_keys = max_i64(group_keys, visible[r]);
-      }
-      if (group_keys <= 0) continue;  // causal: the whole block is in these rows' future
-      const int64_t n_tiles = (group_keys + kKeyTile - 1) / kKeyTile;
-      const float* panel = panels + (j0 / kKeyTile) * d * kKeyTile;
-      for (int64_t t = 0; p.k_panels != nullptr && t < n_tiles; ++t) {
-        qk_tile(qr, panel + t * d * kKeyTile, d, s.scale, scores + t * kKeyTile);
-      }
-      const int live = static_cast<int>(min_i64(kRows, rows - g));  // rows past the end: padding
-      if (p.k_panels == nullptr) {
-        const float* kb = p.k + j0 * v_stride + kvh * d;
+    // Every kv head of the task per key block: in decode, their K/V rows share pages and lines.
+    for (int64_t kvh = kvh_begin; kvh < kvh_end; ++kvh) {
+      float* o = o_all + (kvh - kvh_begin) * rows_padded * d;
+      float* m = m_all + (kvh - kvh_begin) * rows_padded;
+      float* l = l_all + (kvh - kvh_begin) * rows_padded;
+      const float* panels = p.k_panels ? p.k_panels + kvh * n_tiles_all * d * kKeyTile : nullptr;
+      for (int64_t g = 0; g < rows; g += kRows) {
+        const float* qr[kRows];
+        int64_t visible[kRows];  // relative to j0
+        int64_t group_keys = 0;
+        for (int r = 0; r < kRows; ++r) {
+          const int64_t row = min_i64(g + r, rows - 1);
+          const int64_t i = q_begin + row / group;
+          qr[r] = p.q + (i * n_heads + kvh * group + row % group) * d;
+          visible[r] = g + r < rows ? min_i64(visible_keys(i), j1) - j0 : 0;
+          group_keys = max_i64(group_keys, visible[r]);
+        }
+        if (group_keys <= 0) continue;  // causal: the whole block is in these rows' future
+        const int64_t n_tiles = (group_keys + kKeyTile - 1) / kKeyTile;
+        const float* panel = panels + (j0 / kKeyTile) * d * kKeyTile;
+        for (int64_t t = 0; p.k_panels != nullptr && t < n_tiles; ++t) {
+          qk_tile(qr, panel + t * d * kKeyTile, d, s.scale, scores + t * kKeyTile);
+        }
+        const int live = static_cast<int>(min_i64(kRows, rows - g));  // rows past the end: padding
+        if (p.k_panels == nullptr) {
+          const float* kb = p.k + j0 * v_stride + kvh * d;
+          switch (live) {
+            case 6:
+              qk_direct<6>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+              break;
+            case 5:
+              qk_direct<5>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+              break;
+            case 4:
+              qk_direct<4>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+              break;
+            case 3:
+              qk_direct<3>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+              break;
+            case 2:
+              qk_direct<2>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+              break;
+            default:
+              qk_direct<1>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+              break;
+          }
+        }
+        float alpha[kRows];
+        softmax_block(scores, visible, n_tiles, m + g, l + g, alpha);
+        float* og = o + g * d;
+        const float* vb =
+            p.v_packed ? p.v_packed + (kvh * p.nk + j0) * d : p.v + j0 * v_stride + kvh * d;
         switch (live) {
           case 6:
-            qk_direct<6>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            pv_rows<6>(og, d, alpha, scores, vb, pv_stride, group_keys);
             break;
           case 5:
-            qk_direct<5>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            pv_rows<5>(og, d, alpha, scores, vb, pv_stride, group_keys);
             break;
           case 4:
-            qk_direct<4>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            pv_rows<4>(og, d, alpha, scores, vb, pv_stride, group_keys);
             break;
           case 3:
-            qk_direct<3>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            pv_rows<3>(og, d, alpha, scores, vb, pv_stride, group_keys);
             break;
           case 2:
-            qk_direct<2>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            pv_rows<2>(og, d, alpha, scores, vb, pv_stride, group_keys);
             break;
           default:
-            qk_direct<1>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+            pv_rows<1>(og, d, alpha, scores, vb, pv_stride, group_keys);
             break;
         }
       }
-      float alpha[kRows];
-      softmax_block(scores, visible, n_tiles, m + g, l + g, alpha);
-      float* og = o + g * d;
-      const float* vb =
-          p.v_packed ? p.v_packed + (kvh * p.nk + j0) * d : p.v + j0 * v_stride + kvh * d;
-      switch (live) {
-        case 6:
-          pv_rows<6>(og, d, alpha, scores, vb, pv_stride, group_keys);
-          break;
-        case 5:
-          pv_rows<5>(og, d, alpha, scores, vb, pv_stride, group_keys);
-          break;
-        case 4:
-          pv_rows<4>(og, d, alpha, scores, vb, pv_stride, group_keys);
-          break;
-        case 3:
-          pv_rows<3>(og, d, alpha, scores, vb, pv_stride, group_keys);
-          break;
-        case 2:
-          pv_rows<2>(og, d, alpha, scores, vb, pv_stride, group_keys);
-          break;
-        default:
-          pv_rows<1>(og, d, alpha, scores, vb, pv_stride, group_keys);
-          break;
-      }
     }
   }
-  for (int64_t row = 0; row < rows; ++row) {
-    const int64_t i = q_begin + row / group;
-    float* dst = p.out + (i * n_heads + kvh * group + row % group) * d;
-    const __m256 inv = _mm256_set1_ps(1.0f / l[row]);
-    for (int64_t c = 0; c < d; c += 8) {
-      _mm256_storeu_ps(dst + c, _mm256_mul_ps(_mm256_loadu_ps(o + row * d + c), inv));
+  for (int64_t kvh = kvh_begin; kvh < kvh_end; ++kvh) {
+    const float* o = o_all + (kvh - kvh_begin) * rows_padded * d;
+    const float* l = l_all + (kvh - kvh_begin) * rows_padded;
+    for (int64_t row = 0; row < rows; ++row) {
+      const int64_t i = q_begin + row / group;
+      float* dst = p.out + (i * n_heads + kvh * group + row % group) * d;
+      const __m256 inv = _mm256_set1_ps(1.0f / l[row]);
+      for (int64_t c = 0; c < d; c += 8) {
+        _mm256_storeu_ps(dst + c, _mm256_mul_ps(_mm256_loadu_ps(o + row * d + c), inv));
+      }
     }
   }
 }

@@ -42,12 +42,15 @@ struct Problem {
   int64_t causal_offset = -1;
 };
 
-// Floats of scratch a task with `rows` rows needs.
-int64_t task_scratch_floats(int64_t rows, int64_t head_dim);
+// Floats of scratch a task with `rows` rows per kv head and `heads` kv heads needs.
+int64_t task_scratch_floats(int64_t rows, int64_t head_dim, int64_t heads);
 
-// Computes out for queries [q_begin, q_end) of every head of kv head `kvh`. head_dim must be a
-// multiple of 16. scratch: task_scratch_floats(rows, head_dim) floats, rows = queries * group.
-void task_avx512(const Problem& p, int64_t kvh, int64_t q_begin, int64_t q_end, float* scratch);
-void task_avx2(const Problem& p, int64_t kvh, int64_t q_begin, int64_t q_end, float* scratch);
+// Computes out for queries [q_begin, q_end) of every query head of kv heads [kvh_begin,
+// kvh_end). head_dim must be a multiple of 16. scratch: task_scratch_floats(rows, head_dim,
+// kvh_end - kvh_begin) floats, rows = queries * group.
+void task_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin,
+                 int64_t q_end, float* scratch);
+void task_avx2(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin, int64_t q_end,
+               float* scratch);
 
 }  // namespace qvl::ops::attention_kernels
