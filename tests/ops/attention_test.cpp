@@ -102,6 +102,17 @@ TEST(Attention, LargeScoresAreStable) {
   }
 }
 
+TEST(Attention, DecodeWithManyKvHeads) {
+  // Few rows per kv head: each thread walks a run of several kv heads together.
+  for (IsaLevel isa : available_isas()) {
+    for (const Case& c : {Case{1, 300, 128, 16, 8, 299, 1.0f}, Case{1, 77, 64, 8, 8, -1, 6.0f},
+                          Case{2, 150, 16, 10, 5, 148, 3.0f}, Case{3, 40, 64, 6, 3, -1, 1.0f}}) {
+      EXPECT_LE(max_error(c, isa, 11), 2e-5f)
+          << isa_level_name(isa) << " nq=" << c.nq << " kv heads=" << c.n_kv_heads;
+    }
+  }
+}
+
 TEST(Attention, CausalOffsetBeyondKeysSeesEverything) {
   for (IsaLevel isa : available_isas()) {
     const Case c{5, 33, 64, 2, 1, 100, 1.0f};
