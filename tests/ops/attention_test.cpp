@@ -7,32 +7,16 @@
 #include <random>
 #include <vector>
 
+#include "isa_test_util.h"
 #include "ops/attention_kernels.h"
 #include "ops/packed_matrix.h"
 
 namespace qvl::ops {
 namespace {
 
-std::vector<float> random_vector(size_t n, uint32_t seed, float sigma) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
-std::vector<IsaLevel> available_isas() {
-  std::vector<IsaLevel> levels;
-  for (IsaLevel l : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
-    if (static_cast<int>(l) <= static_cast<int>(best_isa())) levels.push_back(l);
-  }
-  return levels;
-}
-
-struct IsaScope {
-  explicit IsaScope(IsaLevel level) { set_isa_override(level); }
-  ~IsaScope() { set_isa_override(std::nullopt); }
-};
+using testing::available_isas;
+using testing::IsaScope;
+using testing::random_vector;
 
 struct Case {
   int64_t nq, nk, head_dim, n_heads, n_kv_heads, causal_offset;

@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "isa_test_util.h"
 #include "ops/activation.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/norm.h"
@@ -14,20 +15,11 @@
 namespace qvl::ops {
 namespace {
 
+using testing::available_isas;
+using testing::IsaScope;
+using testing::random_vector;
+
 namespace ek = elementwise_kernels;
-
-std::vector<IsaLevel> available_isas() {
-  std::vector<IsaLevel> levels;
-  for (IsaLevel l : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
-    if (static_cast<int>(l) <= static_cast<int>(best_isa())) levels.push_back(l);
-  }
-  return levels;
-}
-
-struct IsaScope {
-  explicit IsaScope(IsaLevel level) { set_isa_override(level); }
-  ~IsaScope() { set_isa_override(std::nullopt); }
-};
 
 // Normal values, a sweep over [-20, 20], and the extremes.
 std::vector<float> test_inputs(int64_t n, uint32_t seed) {

@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/half.h"
+#include "isa_test_util.h"
 #include "ops/matmul.h"
 #include "ops/packed_kernels.h"
 #include "ops/packed_matrix.h"
@@ -16,27 +17,9 @@
 namespace qvl::ops {
 namespace {
 
-std::vector<float> random_vector(size_t n, uint32_t seed, float sigma) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
-std::vector<IsaLevel> available_isas() {
-  std::vector<IsaLevel> levels;
-  for (IsaLevel l : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
-    if (static_cast<int>(l) <= static_cast<int>(best_isa())) levels.push_back(l);
-  }
-  return levels;
-}
-
-// Restores automatic dispatch however a test ends.
-struct IsaScope {
-  explicit IsaScope(IsaLevel level) { set_isa_override(level); }
-  ~IsaScope() { set_isa_override(std::nullopt); }
-};
+using testing::available_isas;
+using testing::IsaScope;
+using testing::random_vector;
 
 // Checks y against sum_j w[r][j] * x[i][j] in double. The tolerance is the format's activation
 // error (bf16 rounding on AVX-512; int8 block quantization: half a step of absmax/127 per block)

@@ -1,0 +1,36 @@
+// Shared by the kernel tests: every ISA level this CPU can run, a scoped dispatch override, and
+// seeded random inputs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "ops/packed_matrix.h"
+
+namespace qvl::ops::testing {
+
+inline std::vector<float> random_vector(size_t n, uint32_t seed, float sigma) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+inline std::vector<IsaLevel> available_isas() {
+  std::vector<IsaLevel> levels;
+  for (IsaLevel l : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
+    if (static_cast<int>(l) <= static_cast<int>(best_isa())) levels.push_back(l);
+  }
+  return levels;
+}
+
+// Restores automatic dispatch however a test ends.
+struct IsaScope {
+  explicit IsaScope(IsaLevel level) { set_isa_override(level); }
+  ~IsaScope() { set_isa_override(std::nullopt); }
+};
+
+}  // namespace qvl::ops::testing
