@@ -19,18 +19,22 @@
 // rounding of the scale (relative 2^-11; blocks with absmax below ~1e-2 (q8) / ~5e-4 (q4) get an
 // fp16-subnormal scale and a proportionally coarser step).
 //
-// Activations in matmul: kBF16 uses fp32 activations on the scalar and AVX2 paths and rounds them
-// to bf16 for vdpbf16ps on AVX-512 (products then accumulate in fp32). kQ8/kQ4 quantize each
-// activation block of 32 to int8 (symmetric, scale absmax / 127, round to nearest even) and take
-// integer block dot products (q8 on AVX2: vpmaddubsw on |x| and sign-adjusted weights; q4 and
-// AVX-512: vpmaddubsw / vpdpbusd on unsigned weights, the +8 / +128 offset taken off as
-// offset * sum(x)), then scale in fp32. So besides the weight error, each output carries at most
-// sum over blocks of sum|w| * absmax(x) / 254 of activation rounding.
+// Activations in matmul. From m >= 16 rows (prompt prefill, vision) on AVX2 and up, a blocked
+// GEMM dequantizes weight blocks to fp32 (exact: bf16 widens, scale * q is exact in fp32) and
+// multiplies them with fp32 activations, so its only error is the weights' own plus fp32
+// accumulation. Below that (decode GEMV, small batches, the scalar fallback): kBF16 uses fp32
+// activations on the scalar and AVX2 paths and rounds them to bf16 for vdpbf16ps on AVX-512
+// (products then accumulate in fp32). kQ8/kQ4 quantize each activation block of 32 to int8
+// (symmetric, scale absmax / 127, round to nearest even) and take integer block dot products (q8
+// on AVX2: vpmaddubsw on |x| and sign-adjusted weights; q4 and AVX-512: vpmaddubsw / vpdpbusd on
+// unsigned weights, the +8 / +128 offset taken off as offset * sum(x)), then scale in fp32. So
+// besides the weight error, each output carries at most sum over blocks of
+// sum|w| * absmax(x) / 254 of activation rounding.
 //
-// Kernels: m == 1 streams each group once with software prefetch; m > 1 walks groups x 512-column
-// spans x blocks of 48 rows of x so weight spans stay in L1/L2, with kernels that unpack a tile
-// once for 2 (q8/q4) or 3 (bf16) rows of x. The first use of each SIMD level is checked against
-// the scalar kernels (see best_isa).
+// Kernels: m == 1 streams each group once with software prefetch; 1 < m < 16 walks groups x
+// 512-column spans x blocks of rows of x, unpacking a tile once for 2 (q8/q4) or 3 (bf16) rows;
+// m >= 16 uses the GEMM (6 weight rows x 16 x rows register tile, see packed_gemm_avx2.cpp). The
+// first use of each SIMD level is checked against the scalar kernels (see best_isa).
 #pragma once
 
 #include <cstddef>

@@ -21,16 +21,24 @@ using testing::available_isas;
 using testing::IsaScope;
 using testing::random_vector;
 
+// Whether matmul rounds x to int8 blocks for q8/q4: the GEMV and small-batch kernels do; the
+// blocked GEMM (SIMD levels, m >= kGemmMinRows) multiplies fp32 x with exactly dequantized weights.
+bool rounds_x_to_int8(QuantType type, IsaLevel isa, int64_t m) {
+  if (type != QuantType::kQ8 && type != QuantType::kQ4) return false;
+  return isa == IsaLevel::kScalar || m < kernels::kGemmMinRows;
+}
+
 // Checks y against sum_j w[r][j] * x[i][j] in double. The tolerance is the format's activation
-// error (bf16 rounding on AVX-512; int8 block quantization: half a step of absmax/127 per block)
-// plus fp32 accumulation.
+// error (bf16 rounding on AVX-512 below the GEMM; int8 block quantization: half a step of
+// absmax/127 per block) plus fp32 accumulation.
 void expect_matches_reference(const PackedMatrix& w, const std::vector<float>& x, int64_t m,
                               const float* bias, const std::vector<float>& y, IsaLevel isa) {
   const int64_t n = w.rows(), k = w.cols();
   std::vector<float> wd(static_cast<size_t>(n * k));
   for (int64_t r = 0; r < n; ++r) w.row_to_f32(r, wd.data() + r * k);
-  const bool bf16_x = w.type() == QuantType::kBF16 && isa == IsaLevel::kAvx512;
-  const bool int8_x = w.type() == QuantType::kQ8 || w.type() == QuantType::kQ4;
+  const bool bf16_x =
+      w.type() == QuantType::kBF16 && isa == IsaLevel::kAvx512 && m < kernels::kGemmMinRows;
+  const bool int8_x = rounds_x_to_int8(w.type(), isa, m);
   for (int64_t i = 0; i < m; ++i) {
     const float* xi = x.data() + i * k;
     for (int64_t r = 0; r < n; ++r) {
@@ -84,10 +92,28 @@ TEST(PackedMatmul, MatchesReferenceForEveryTypeIsaAndShape) {
   }
 }
 
-TEST(PackedMatmul, LargeBatchUsesTheSameResultsAsSingleRows) {
-  // The blocked m > 1 path (multi-row kernels) must give each row what the m == 1 GEMV gives it,
-  // up to fp32 summation order.
-  const int64_t n = 21, k = 1120, m = 70;  // 35 blocks: spans of 16, 16, 3; x blocks of 48, 22
+TEST(PackedMatmul, BlockedGemmHandlesEveryTail) {
+  // k = 1120: 4 full depth blocks of 256 and one of 96; n = 101: two row blocks of 48 and one of
+  // 5 (tiles of 6 and a short one); m = 70: panels of 16 with a padded last one.
+  const int64_t n = 101, k = 1120, m = 70;
+  const auto w = random_vector(static_cast<size_t>(n * k), 20, 0.05f);
+  const auto x = random_vector(static_cast<size_t>(m * k), 21, 1.0f);
+  const auto bias = random_vector(static_cast<size_t>(n), 22, 1.0f);
+  for (IsaLevel isa : available_isas()) {
+    IsaScope scope(isa);
+    for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
+      const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
+      std::vector<float> y(static_cast<size_t>(m * n), NAN);
+      matmul(x.data(), m, packed, bias.data(), y.data());
+      expect_matches_reference(packed, x, m, bias.data(), y, isa);
+    }
+  }
+}
+
+TEST(PackedMatmul, BatchRowsAgreeWithSingleRows) {
+  // Below the GEMM the multi-row kernels must give each row what the m == 1 GEMV gives it, up to
+  // fp32 summation order.
+  const int64_t n = 21, k = 1120, m = kernels::kGemmMinRows - 1;
   const auto w = random_vector(static_cast<size_t>(n * k), 20, 0.05f);
   const auto x = random_vector(static_cast<size_t>(m * k), 21, 1.0f);
   for (IsaLevel isa : available_isas()) {
