@@ -1,6 +1,7 @@
 #include "base/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <set>
@@ -10,6 +11,27 @@
 namespace qvl {
 namespace {
 thread_local bool t_inside_pool = false;
+
+// How long idle threads poll before sleeping: longer than the gap between two ops of a decode
+// step, far shorter than the gap between requests.
+constexpr auto kSpinTime = std::chrono::microseconds(200);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Polls ready() for up to kSpinTime; true if it became true.
+template <typename Ready>
+bool spin_until(Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    cpu_relax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
 
 std::unique_ptr<ThreadPool>& global_slot() {
   static std::unique_ptr<ThreadPool> pool;
@@ -39,7 +61,7 @@ ThreadPool::ThreadPool(int threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -47,12 +69,13 @@ ThreadPool::~ThreadPool() {
 
 void ThreadPool::run_chunks() {
   for (;;) {
-    size_t chunk;
+    size_t chunk, total;
     const std::function<void(size_t, size_t)>* job;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (next_chunk_ >= chunks_total_) return;
       chunk = next_chunk_++;
+      total = chunks_total_;
       job = job_;
     }
     const size_t begin = chunk * job_chunk_;
@@ -63,9 +86,9 @@ void ThreadPool::run_chunks() {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = std::current_exception();
     }
-    {
+    if (chunks_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == total) {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (++chunks_done_ == chunks_total_) done_.notify_all();
+      if (caller_sleeping_) done_.notify_all();
     }
   }
 }
@@ -74,12 +97,18 @@ void ThreadPool::worker_loop(int /*index*/) {
   t_inside_pool = true;
   unsigned seen = 0;
   for (;;) {
-    {
+    const auto published = [&] {
+      return stop_.load(std::memory_order_relaxed) ||
+             generation_.load(std::memory_order_acquire) != seen;
+    };
+    if (!spin_until(published)) {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      ++sleeping_workers_;
+      wake_.wait(lock, published);
+      --sleeping_workers_;
     }
+    if (stop_.load()) return;
+    seen = generation_.load(std::memory_order_acquire);
     run_chunks();
   }
 }
@@ -96,25 +125,34 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
   // A few chunks per thread balance uneven work without much hand-out overhead.
   const size_t threads = static_cast<size_t>(size());
   size_t chunk = std::max(grain, (n + threads * 4 - 1) / (threads * 4));
+  const size_t total = (n + chunk - 1) / chunk;
+  bool wake_sleepers;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = &fn;
     job_n_ = n;
     job_chunk_ = chunk;
     next_chunk_ = 0;
-    chunks_total_ = (n + chunk - 1) / chunk;
-    chunks_done_ = 0;
+    chunks_total_ = total;
+    chunks_done_.store(0, std::memory_order_relaxed);
     error_ = nullptr;
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
+    wake_sleepers = sleeping_workers_ > 0;
   }
-  wake_.notify_all();
+  if (wake_sleepers) wake_.notify_all();
   t_inside_pool = true;
   run_chunks();
   t_inside_pool = false;
+  const auto finished = [&] { return chunks_done_.load(std::memory_order_acquire) == total; };
   std::exception_ptr error;
   {
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [&] { return chunks_done_ == chunks_total_; });
+    if (!spin_until(finished)) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      caller_sleeping_ = true;
+      done_.wait(lock, finished);
+      caller_sleeping_ = false;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
     job_ = nullptr;
     error = std::exchange(error_, nullptr);
   }

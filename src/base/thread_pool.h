@@ -1,7 +1,11 @@
 // Persistent worker threads with a blocking parallel-for. Threads are created once; each op
 // hands out index ranges, and the calling thread works too. Nested calls run inline.
+// Decode runs a few hundred short ops per token, so waking a sleeping thread (a futex round trip of
+// tens of microseconds) would dominate: idle workers and a waiting caller first spin for a short
+// while (kSpinMicros) on an atomic, and only then block on a condition variable.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -47,9 +51,11 @@ class ThreadPool {
   size_t job_chunk_ = 1;
   size_t next_chunk_ = 0;
   size_t chunks_total_ = 0;
-  size_t chunks_done_ = 0;
-  unsigned generation_ = 0;
-  bool stop_ = false;
+  std::atomic<size_t> chunks_done_{0};
+  std::atomic<unsigned> generation_{0};  // bumped (under mutex_) when a job is published
+  std::atomic<bool> stop_{false};
+  int sleeping_workers_ = 0;  // blocked on wake_ (guarded by mutex_)
+  bool caller_sleeping_ = false;
   std::exception_ptr error_;
 };
 
