@@ -90,6 +90,17 @@ struct GenerationResult {
 // Receives text as it is generated, always in whole UTF-8 characters. Return false to cancel.
 using TextCallback = std::function<bool(const std::string& delta)>;
 
+// Next-token logits [vocab_size] at scored position `index` (see Engine::score). The pointer is
+// valid only during the call.
+using LogitsCallback = std::function<void(int64_t index, const float* logits)>;
+
+struct ScoreResult {
+  std::vector<int64_t> prompt_ids;
+  int64_t image_tokens = 0;
+  // log p(continuation[i] | prompt, continuation[0..i)) under the model, one per token.
+  std::vector<double> token_logprobs;
+};
+
 struct ModelInfo {
   std::string name;  // folder name, e.g. "Qwen3-VL-2B-Instruct"
   int64_t context_length = 0;
@@ -113,6 +124,16 @@ class Engine {
   virtual GenerationResult generate(const GenerationRequest& request,
                                     const TextCallback& on_text = {},
                                     const std::atomic<bool>* cancel = nullptr) = 0;
+
+  // Teacher forcing: runs the prompt of `request` (messages and images; sampling is ignored)
+  // followed by `continuation` in one forward pass, at the positions greedy decoding would give
+  // those tokens. Calls on_logits (optional) continuation.size() + 1 times, in order: index 0 is
+  // the distribution after the last prompt token (the one that predicts continuation[0]), index
+  // i > 0 the one after continuation[i - 1]. Logits are produced a few rows at a time, so memory
+  // does not grow with vocab * length. Thread-safe like generate; throws qvl::Error for bad input.
+  virtual ScoreResult score(const GenerationRequest& request,
+                            const std::vector<int64_t>& continuation,
+                            const LogitsCallback& on_logits = {}) = 0;
 
   // Token ids of plain text (special-token text is matched as special tokens).
   virtual std::vector<int64_t> tokenize(const std::string& text) const = 0;

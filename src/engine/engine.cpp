@@ -11,7 +11,9 @@
 #include "engine/image_features.h"
 #include "engine/loaded_model.h"
 #include "engine/prompt.h"
+#include "engine/prompt_embeddings.h"
 #include "engine/sampler.h"
+#include "engine/scoring.h"
 #include "engine/stop_matcher.h"
 #include "engine/turn_lock.h"
 #include "model/rope_index.h"
@@ -67,6 +69,8 @@ class EngineImpl : public Engine {
 
   GenerationResult generate(const GenerationRequest& request, const TextCallback& on_text,
                             const std::atomic<bool>* cancel) override;
+  ScoreResult score(const GenerationRequest& request, const std::vector<int64_t>& continuation,
+                    const LogitsCallback& on_logits) override;
 
  private:
   bool cancelled(const std::atomic<bool>* cancel) const {
@@ -158,30 +162,8 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
       compute_rope_positions(ids, grids, cfg.image_token_id, cfg.vision.spatial_merge_size);
 
   // Prompt embeddings with image features at the pad positions, DeepStack added per layer.
-  std::vector<float> x(static_cast<size_t>(n * hidden));
-  decoder_.embed(ids.data(), n, x.data());
-  LayerFeatureAdds adds;
-  std::vector<std::vector<float>> deepstack(cfg.vision.deepstack_visual_indexes.size());
-  {
-    size_t img = 0;
-    int64_t row_in_image = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      if (ids[i] != cfg.image_token_id) continue;
-      while (row_in_image >= images[img].vision.tokens) {
-        ++img;
-        row_in_image = 0;
-      }
-      const VisionOutput& v = images[img].vision;
-      std::memcpy(&x[i * hidden], &v.embeds[row_in_image * hidden], sizeof(float) * hidden);
-      for (size_t d = 0; d < deepstack.size(); ++d) {
-        deepstack[d].insert(deepstack[d].end(), v.deepstack[d].begin() + row_in_image * hidden,
-                            v.deepstack[d].begin() + (row_in_image + 1) * hidden);
-      }
-      adds.rows.push_back(i);
-      ++row_in_image;
-    }
-    for (const auto& d : deepstack) adds.per_layer.push_back(d.data());
-  }
+  PromptEmbeddings prompt = embed_prompt(decoder_, cfg, ids, images);
+  std::vector<float>& x = prompt.x;
 
   KVCache cache = decoder_.new_cache();
   Sampler sampler(sp);
@@ -202,8 +184,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
     std::lock_guard<TurnLock> turn(turn_);
     if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
     std::vector<float> final_norm(static_cast<size_t>(n * hidden));
-    decoder_.forward(x.data(), n, pos.pos.data(), cache, adds.rows.empty() ? nullptr : &adds,
-                     final_norm.data());
+    decoder_.forward(x.data(), n, pos.pos.data(), cache, prompt.adds_or_null(), final_norm.data());
     std::copy(final_norm.end() - hidden, final_norm.end(), hidden_row.begin());
     decoder_.logits(hidden_row.data(), 1, logits.data());
   }
@@ -246,6 +227,21 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
   result.stats.decode_ms = decode_timer.millis();
   result.stats.total_ms = total.millis();
   return result;
+}
+
+ScoreResult EngineImpl::score(const GenerationRequest& request,
+                              const std::vector<int64_t>& continuation,
+                              const LogitsCallback& on_logits) {
+  if (request.messages.empty()) fail(ErrorCode::kInvalidArgument, "messages must not be empty");
+  const std::vector<ImageFeatures> images =
+      encode_images(request, image_order(request.messages), nullptr);
+  std::vector<int64_t> image_tokens;
+  for (const auto& f : images) image_tokens.push_back(f.vision.tokens);
+  const std::vector<int64_t> ids = prompt_token_ids(model_->tokenizer, model_->config,
+                                                    render_prompt(request.messages), image_tokens);
+  std::lock_guard<TurnLock> turn(turn_);
+  return score_continuation(decoder_, model_->config, ids, images, continuation,
+                            info_.context_length, on_logits);
 }
 
 }  // namespace
