@@ -6,32 +6,12 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
-#include "tokenizer/added_tokens.h"
-#include "tokenizer/bpe.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/normalizer.h"
-#include "tokenizer/pretokenizer.h"
+#include "tokenizer/tokenizer_state.h"
 #include "tokenizer/utf8.h"
 
 namespace qvl {
-
-namespace {
-constexpr uint8_t kAdded = 1;
-constexpr uint8_t kSpecial = 2;
-}  // namespace
-
-struct Tokenizer::State {
-  std::vector<std::string> id_bytes;  // raw bytes per id (content for added tokens)
-  std::vector<uint8_t> id_flags;      // kAdded / kSpecial
-  std::unordered_map<std::string, int32_t> spelling_to_id;
-  std::vector<AddedToken> added;
-  AddedTokenMatcher added_matcher;
-  bool nfc = false;
-  std::optional<SplitPretokenizer> pretokenizer;
-  std::optional<BpeModel> bpe;
-
-  void encode_segment(std::string_view text, std::vector<int32_t>& ids) const;
-};
 
 namespace {
 
@@ -63,7 +43,8 @@ void read_pipeline(const json& root, Tokenizer::State& state) {
     if (type == "Split" && !saw_byte_level && !state.pretokenizer &&
         step.value("behavior", "") == "Isolated" && !step.value("invert", false) &&
         step.contains("pattern") && step["pattern"].contains("Regex")) {
-      state.pretokenizer.emplace(step["pattern"]["Regex"].get<std::string>());
+      state.split_pattern = step["pattern"]["Regex"].get<std::string>();
+      state.pretokenizer.emplace(state.split_pattern);
     } else if (is_byte_level(step) && !saw_byte_level) {
       saw_byte_level = true;
     } else {
@@ -91,12 +72,12 @@ void read_model(const json& model, Tokenizer::State& state) {
     state.id_bytes[id] = std::move(*bytes);
     state.spelling_to_id.emplace(spelling, static_cast<int32_t>(id));
   }
-  std::array<int32_t, 256> byte_ids;
+  std::array<int32_t, 256>& byte_ids = state.byte_ids;
   for (int b = 0; b < 256; ++b) {
     auto it = state.spelling_to_id.find(alphabet.symbol(static_cast<uint8_t>(b)));
     byte_ids[b] = it == state.spelling_to_id.end() ? -1 : it->second;
   }
-  std::vector<BpeModel::Merge> merges;
+  std::vector<BpeModel::Merge>& merges = state.merges;
   const json& merges_json = model.at("merges");
   merges.reserve(merges_json.size());
   auto id_of = [&](const std::string& spelling) {
@@ -142,7 +123,7 @@ void read_added_tokens(const json& root, Tokenizer::State& state) {
   }
   state.id_flags.assign(state.id_bytes.size(), 0);
   for (const AddedToken& t : state.added) {
-    state.id_flags[t.id] = static_cast<uint8_t>(kAdded | (t.special ? kSpecial : 0));
+    state.id_flags[t.id] = static_cast<uint8_t>(kTokenAdded | (t.special ? kTokenSpecial : 0));
   }
   state.added_matcher = AddedTokenMatcher(matcher_tokens);
 }
@@ -174,7 +155,7 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
   }
 }
 
-Tokenizer Tokenizer::from_model_dir(const std::string& dir) {
+std::string Tokenizer::json_path_in_model_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   fs::path path = fs::path(dir) / "tokenizer.json";
   if (!file_exists(path.string())) {
@@ -189,7 +170,11 @@ Tokenizer Tokenizer::from_model_dir(const std::string& dir) {
       path = path.parent_path() / text;
     }
   }
-  return from_file(path.string());
+  return path.string();
+}
+
+Tokenizer Tokenizer::from_model_dir(const std::string& dir) {
+  return from_file(json_path_in_model_dir(dir));
 }
 
 void Tokenizer::State::encode_segment(std::string_view text, std::vector<int32_t>& ids) const {
@@ -259,20 +244,21 @@ std::string_view Tokenizer::token_bytes(int32_t id) const {
 
 bool Tokenizer::is_added_token(int32_t id) const {
   return id >= 0 && static_cast<size_t>(id) < state_->id_flags.size() &&
-         (state_->id_flags[id] & kAdded);
+         (state_->id_flags[id] & kTokenAdded);
 }
 
 bool Tokenizer::is_special_token(int32_t id) const {
   return id >= 0 && static_cast<size_t>(id) < state_->id_flags.size() &&
-         (state_->id_flags[id] & kSpecial);
+         (state_->id_flags[id] & kTokenSpecial);
 }
 
 std::optional<int32_t> Tokenizer::token_id(std::string_view token) const {
   for (const AddedToken& t : state_->added) {
     if (t.content == token) return t.id;
   }
-  auto it = state_->spelling_to_id.find(std::string(token));
-  if (it == state_->spelling_to_id.end()) return std::nullopt;
+  const auto& spellings = state_->spellings();
+  auto it = spellings.find(std::string(token));
+  if (it == spellings.end()) return std::nullopt;
   return it->second;
 }
 
