@@ -214,19 +214,28 @@ GenerationConfig parse_generation_config(const std::string& text, const std::str
   return g;
 }
 
-GenerationConfig load_generation_config(const std::string& dir) {
-  const std::string path = dir + "/generation_config.json";
+GenerationConfig generation_config_from_texts(const std::optional<std::string>& generation_json,
+                                              const std::string& generation_origin,
+                                              const std::string& config_json,
+                                              const std::string& config_origin) {
   GenerationConfig g;
-  if (file_exists(path)) g = parse_generation_config(read_text_file(path), path);
+  if (generation_json) g = parse_generation_config(*generation_json, generation_origin);
   if (g.eos_token_ids.empty()) {
-    const std::string cfg_path = dir + "/config.json";
-    const json j = parse_json(read_text_file(cfg_path), cfg_path);
+    const json j = parse_json(config_json, config_origin);
     if (j.contains("text_config") && j["text_config"].contains("eos_token_id") &&
         j["text_config"]["eos_token_id"].is_number_integer()) {
       g.eos_token_ids.push_back(j["text_config"]["eos_token_id"].get<int64_t>());
     }
   }
   return g;
+}
+
+GenerationConfig load_generation_config(const std::string& dir) {
+  const std::string path = dir + "/generation_config.json", cfg_path = dir + "/config.json";
+  std::optional<std::string> text;
+  if (file_exists(path)) text = read_text_file(path);
+  return generation_config_from_texts(
+      text, path, file_exists(cfg_path) ? read_text_file(cfg_path) : "{}", cfg_path);
 }
 
 }  // namespace qvl

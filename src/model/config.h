@@ -72,5 +72,11 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
 // text config's eos_token_id).
 GenerationConfig load_generation_config(const std::string& dir);
 GenerationConfig parse_generation_config(const std::string& json_text, const std::string& origin);
+// What load_generation_config does, from texts: generation_config.json (nullopt when the model
+// has none) and config.json (for the eos fallback).
+GenerationConfig generation_config_from_texts(const std::optional<std::string>& generation_json,
+                                              const std::string& generation_origin,
+                                              const std::string& config_json,
+                                              const std::string& config_origin);
 
 }  // namespace qvl

@@ -167,7 +167,9 @@ std::vector<int64_t> TensorView::to_i64() const {
 
 SafeTensorsFile::SafeTensorsFile(const std::string& path) : file_(path) {
   const size_t size = file_.size();
-  if (size < 8) corrupt(path, "file is " + std::to_string(size) + " bytes, too short for a header");
+  if (size < 8)
+    corrupt(path,
+            "file is " + std::to_string(size) + " bytes, too short for a header (truncated file?)");
   uint64_t header_len = 0;
   std::memcpy(&header_len, file_.data(), 8);  // little-endian on every platform we build for
   if (header_len > kMaxHeaderBytes || header_len > size - 8) {
@@ -254,6 +256,7 @@ WeightStore WeightStore::open_files(const std::vector<std::string>& paths) {
   for (const auto& p : paths) {
     store.where_ += (store.where_.empty() ? "" : ", ") + p;
     store.files_.push_back(std::make_unique<SafeTensorsFile>(p));
+    for (const auto& [key, value] : store.files_.back()->metadata()) store.metadata_[key] = value;
     for (const auto& [name, view] : store.files_.back()->tensors()) {
       if (!store.index_.emplace(name, &view).second) {
         fail(ErrorCode::kCorrupt, "tensor '" + name + "' appears in more than one file ('" + p +
@@ -305,9 +308,38 @@ WeightStore WeightStore::open_folder(const std::string& dir) {
 const TensorView& WeightStore::get(const std::string& name) const {
   auto it = index_.find(name);
   if (it == index_.end()) {
-    fail(ErrorCode::kNotFound, "weight '" + name + "' is missing from " + where_);
+    fail(ErrorCode::kNotFound, "weight '" + name + "' is missing from " + where_ +
+                                   (packed_.count(name) ? " (it is stored pre-packed)" : ""));
   }
   return *it->second;
+}
+
+const PackedTensor* WeightStore::packed(const std::string& name) const {
+  auto it = packed_.find(name);
+  return it == packed_.end() ? nullptr : &it->second;
+}
+
+void WeightStore::declare_packed(const std::string& name, ops::QuantType type, int64_t rows,
+                                 int64_t cols) {
+  const TensorView& t = get(name);
+  const std::string what = "packed tensor '" + name + "' in '" + t.file + "'";
+  size_t need = 0;
+  try {
+    need = ops::packed_size_bytes(type, rows, cols);
+  } catch (const Error& e) {
+    fail(ErrorCode::kCorrupt, what + ": " + e.what());
+  }
+  if (t.dtype != DType::kU8 || t.shape.size() != 1) {
+    fail(ErrorCode::kCorrupt, what + " has dtype " + dtype_name(t.dtype) + " and shape " +
+                                  shape_string(t.shape) + ", expected raw bytes (U8, 1-D)");
+  }
+  if (t.nbytes != need) {
+    fail(ErrorCode::kCorrupt, what + " has " + std::to_string(t.nbytes) + " bytes, but a " +
+                                  ops::quant_type_name(type) + " " + std::to_string(rows) + "x" +
+                                  std::to_string(cols) + " matrix needs " + std::to_string(need));
+  }
+  packed_[name] = PackedTensor{type, rows, cols, &t};
+  index_.erase(name);
 }
 
 std::vector<std::string> WeightStore::names() const {
@@ -319,6 +351,7 @@ std::vector<std::string> WeightStore::names() const {
 size_t WeightStore::total_bytes() const {
   size_t n = 0;
   for (const auto& [name, view] : index_) n += view->nbytes;
+  for (const auto& [name, p] : packed_) n += p.bytes->nbytes;
   return n;
 }
 

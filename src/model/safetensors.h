@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/mapped_file.h"
+#include "ops/packed_matrix.h"
 
 namespace qvl {
 
@@ -54,21 +55,41 @@ class SafeTensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
+// A matrix stored already in a kernel layout (see packed_matrix.h): raw bytes of a U8 tensor.
+struct PackedTensor {
+  ops::QuantType type = ops::QuantType::kBF16;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const TensorView* bytes = nullptr;
+};
+
 // All weights of a model folder: model.safetensors, or the shards listed by
-// model.safetensors.index.json (every shard validated; the index must match the shards).
+// model.safetensors.index.json (every shard validated; the index must match the shards). Or of
+// one file; a pre-packed model file (packed_file.h) also has packed tensors.
 class WeightStore {
  public:
   static WeightStore open_folder(const std::string& dir);
   static WeightStore open_files(const std::vector<std::string>& paths);
 
+  // Tensors as stored (packed ones are not among them).
   bool has(const std::string& name) const { return index_.count(name) != 0; }
   const TensorView& get(const std::string& name) const;  // throws kNotFound naming the tensor
   std::vector<std::string> names() const;
-  size_t total_bytes() const;
+  size_t total_bytes() const;  // of every tensor, packed ones included
+  // The "__metadata__" entries of all files.
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+  const PackedTensor* packed(const std::string& name) const;
+  // Declares the stored tensor `name` a packed [rows, cols] matrix of `type`: it leaves the
+  // stored tensors and becomes packed(name). Throws kCorrupt naming the file and tensor unless
+  // it is a 1-D U8 tensor of exactly ops::packed_size_bytes(type, rows, cols) bytes.
+  void declare_packed(const std::string& name, ops::QuantType type, int64_t rows, int64_t cols);
 
  private:
   std::vector<std::unique_ptr<SafeTensorsFile>> files_;
   std::map<std::string, const TensorView*> index_;
+  std::map<std::string, PackedTensor> packed_;
+  std::map<std::string, std::string> metadata_;
   std::string where_;  // folder or file list, for messages
 };
 

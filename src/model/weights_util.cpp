@@ -31,6 +31,17 @@ ops::WeightRef matrix_weight(const WeightStore& store, const std::string& name, 
 
 ops::PackedMatrix packed_weight(const WeightStore& store, const std::string& name, int64_t rows,
                                 int64_t cols, ops::QuantType type) {
+  if (const PackedTensor* p = store.packed(name)) {
+    if (p->type != type || p->rows != rows || p->cols != cols) {
+      fail(ErrorCode::kCorrupt, "weight '" + name + "' in '" + p->bytes->file + "' is packed as " +
+                                    ops::quant_type_name(p->type) + " " + std::to_string(p->rows) +
+                                    "x" + std::to_string(p->cols) + ", but the model needs " +
+                                    ops::quant_type_name(type) + " " + std::to_string(rows) + "x" +
+                                    std::to_string(cols) +
+                                    " (written by another qvl version? run qvl quantize again)");
+    }
+    return ops::PackedMatrix::view(type, rows, cols, p->bytes->data, p->bytes->nbytes);
+  }
   try {
     return ops::PackedMatrix::pack(matrix_weight(store, name, rows, cols), type);
   } catch (const Error& e) {

@@ -15,6 +15,8 @@ namespace qvl {
 ops::WeightRef matrix_weight(const WeightStore& store, const std::string& name, int64_t rows,
                              int64_t cols);
 // The same matrix packed for the kernels in `type` (kExact keeps a view of the stored values).
+// A matrix the store holds pre-packed is a view of those bytes; a different type or shape than
+// asked for throws kCorrupt naming the tensor.
 ops::PackedMatrix packed_weight(const WeightStore& store, const std::string& name, int64_t rows,
                                 int64_t cols, ops::QuantType type);
 // A 1-D vector of length n as float32.

@@ -1,0 +1,193 @@
+#include "model/packed_file_writer.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <future>
+#include <set>
+
+#include "base/error.h"
+#include "model/config.h"
+#include "model/packed_file.h"
+#include "model/text_decoder.h"
+#include "model/vision_weights.h"
+#include "model/weight_types.h"
+
+namespace qvl {
+namespace {
+
+struct PackJob {
+  std::string name;
+  ops::WeightRef source;
+  ops::QuantType type;
+  size_t bytes = 0;
+};
+
+// Drops a source tensor's pages from this process once it is written (they stay in the page
+// cache), so the resident set stays near one matrix instead of growing to the whole folder.
+void release_pages(const void* data, size_t n) {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto start = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t begin = (start + page - 1) & ~(page - 1), end = (start + n) & ~(page - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+// Which stored tensors are matrices, of which shape and type. Loading with kExact makes every
+// matrix a view of its stored tensor, so the model loaders decide (no list of names here);
+// views are mapped back to tensor names by address.
+class PackPlan {
+ public:
+  PackPlan(const ModelConfig& config, const WeightStore& store, const WeightTypes& types) {
+    for (const auto& name : store.names()) by_data_.emplace(store.get(name).data, name);
+    const TextWeights text = load_text_weights(config, store, WeightTypes{});
+    head_tied_ = text.tied_lm_head;
+    for (const TextLayerWeights& l : text.layers) {
+      for (const ops::PackedMatrix* m :
+           {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
+        add(name_of(*m), *m, types.text);
+      }
+    }
+    // Always under this name, tied or not, so loaders find the head without packing.
+    add(kPackedHeadName, text.lm_head, types.lm_head);
+    const VisionWeights vision = load_vision_weights(config.vision, store, ops::QuantType::kExact);
+    std::vector<const LinearWeights*> linears;
+    for (const VisionBlockWeights& b : vision.blocks) {
+      linears.insert(linears.end(), {&b.qkv, &b.proj, &b.fc1, &b.fc2});
+    }
+    linears.insert(linears.end(), {&vision.merger.fc1, &vision.merger.fc2});
+    for (const MergerWeights& m : vision.deepstack_mergers) {
+      linears.insert(linears.end(), {&m.fc1, &m.fc2});
+    }
+    for (const LinearWeights* l : linears) add(name_of(l->weight), l->weight, types.vision);
+    // vision.patch_embed is not a stored tensor (the conv kernel summed over its frames):
+    // loaders derive and pack it from the stored conv, which is small.
+  }
+
+  const std::vector<PackJob>& jobs() const { return jobs_; }
+  bool head_tied() const { return head_tied_; }
+
+ private:
+  std::string name_of(const ops::PackedMatrix& m) const {
+    auto it = by_data_.find(m.exact_source().data);
+    QVL_CHECK(it != by_data_.end());
+    return it->second;
+  }
+  void add(const std::string& name, const ops::PackedMatrix& view, ops::QuantType type) {
+    const ops::WeightRef& source = view.exact_source();
+    PackJob job{name, source, type};
+    try {
+      job.bytes = ops::packed_size_bytes(type, source.rows, source.cols);
+    } catch (const Error& e) {
+      fail(e.code(),
+           "cannot pack weight '" + name + "' as " + ops::quant_type_name(type) + ": " + e.what());
+    }
+    jobs_.push_back(std::move(job));
+  }
+
+  std::map<const void*, std::string> by_data_;
+  std::vector<PackJob> jobs_;
+  bool head_tied_ = false;
+};
+
+TensorSpec stored_tensor(const TensorView& t) {
+  const TensorView* view = &t;
+  return {t.name, t.dtype, t.shape, [view](int64_t offset, int64_t count, uint8_t* out) {
+            const size_t es = dtype_size(view->dtype);
+            std::memcpy(out, view->data + offset * es, static_cast<size_t>(count) * es);
+            if (static_cast<size_t>(offset + count) * es == view->nbytes) {
+              release_pages(view->data, view->nbytes);
+            }
+          }};
+}
+
+ops::PackedMatrix pack(const PackJob& job) {
+  ops::PackedMatrix m = ops::PackedMatrix::pack(job.source, job.type);
+  release_pages(job.source.data, static_cast<size_t>(job.source.rows * job.source.cols) *
+                                     ops::weight_type_size(job.source.type));
+  return m;
+}
+
+// Packs the matrices in order, each one while the previous one is being written, so the
+// single-threaded copy into the page cache overlaps the thread pool's packing instead of
+// leaving the pool idle. Holds at most two packed matrices.
+class PackAhead {
+ public:
+  explicit PackAhead(const std::vector<PackJob>& jobs) : jobs_(jobs) {}
+  ~PackAhead() {
+    if (next_.valid()) next_.wait();
+  }
+  ops::PackedMatrix take(size_t index) {
+    ops::PackedMatrix m = next_.valid() && next_index_ == index ? next_.get() : pack(jobs_[index]);
+    if (index + 1 < jobs_.size()) {
+      next_index_ = index + 1;
+      next_ = std::async(std::launch::async, [this, index] { return pack(jobs_[index + 1]); });
+    }
+    return m;
+  }
+
+ private:
+  const std::vector<PackJob>& jobs_;
+  std::future<ops::PackedMatrix> next_;
+  size_t next_index_ = 0;
+};
+
+TensorSpec packed_tensor(const PackJob& job, size_t index, PackAhead& ahead) {
+  TensorSpec spec{job.name, DType::kU8, {static_cast<int64_t>(job.bytes)}, {}};
+  spec.produce = [index, &ahead](const ByteSink& sink) {
+    const ops::PackedMatrix m = ahead.take(index);
+    sink(m.bytes(), m.size_bytes());
+  };
+  return spec;
+}
+
+}  // namespace
+
+PackedFileSummary write_packed_model_file(const std::string& model_dir, const std::string& quant,
+                                          const std::string& out_path,
+                                          const PackedFileExtras& extras) {
+  const ops::QuantType type = ops::parse_quant_type(quant);
+  if (type == ops::QuantType::kExact) {
+    fail(ErrorCode::kInvalidArgument,
+         "exact cannot be pre-packed: it computes on the stored bf16 weights, so load the model "
+         "folder itself; pre-pack with bf16, q8 or q4");
+  }
+  const ModelConfig config = load_model_config(model_dir);
+  const WeightStore store = WeightStore::open_folder(model_dir);
+  const PackPlan plan(config, store, weight_types_for(quant));
+
+  SafeTensorsWriteOptions options;
+  options.alignment = kPackedAlignment;
+  options.metadata = extras.metadata;
+  options.metadata[kPackedFormatKey] = kPackedFormatName;
+  options.metadata[kPackedVersionKey] = std::to_string(kPackedVersion);
+  options.metadata[kPackedQuantKey] = quant;
+  options.metadata[kPackedLayoutKey] = packed_layout_fingerprint();
+  options.metadata[kPackedHeadTiedKey] = plan.head_tied() ? "true" : "false";
+  std::set<std::string> packed_names;
+  for (const PackJob& job : plan.jobs()) {
+    options.metadata[kPackedTensorPrefix + job.name] =
+        packed_tensor_entry(job.type, job.source.rows, job.source.cols);
+    packed_names.insert(job.name);
+  }
+
+  // Small things first (files, norms, biases: what loading reads), then the stored tensors by
+  // size, then the packed matrices in model order.
+  std::vector<TensorSpec> specs = extras.blobs;
+  std::vector<const TensorView*> stored;
+  for (const auto& name : store.names()) {
+    if (!packed_names.count(name)) stored.push_back(&store.get(name));
+  }
+  std::stable_sort(stored.begin(), stored.end(),
+                   [](const TensorView* a, const TensorView* b) { return a->nbytes < b->nbytes; });
+  for (const TensorView* t : stored) specs.push_back(stored_tensor(*t));
+  PackAhead ahead(plan.jobs());
+  for (size_t i = 0; i < plan.jobs().size(); ++i) {
+    specs.push_back(packed_tensor(plan.jobs()[i], i, ahead));
+  }
+  write_safetensors(out_path, specs, options);
+  return {plan.jobs().size(), stored.size()};
+}
+
+}  // namespace qvl

@@ -1,0 +1,31 @@
+// Writes a pre-packed model file (packed_file.h) from a model folder: what `qvl quantize` does
+// with the weights. Matrices are packed exactly as loading the folder with the same --quant
+// packs them, one at a time (multi-threaded), and written as they are made, so memory holds
+// one packed matrix, not the model.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/safetensors_writer.h"
+
+namespace qvl {
+
+struct PackedFileExtras {
+  std::vector<TensorSpec> blobs;                // embedded files and the compact tokenizer
+  std::map<std::string, std::string> metadata;  // added to the file's own entries
+};
+
+struct PackedFileSummary {
+  size_t packed_matrices = 0;
+  size_t stored_tensors = 0;  // written as the folder stores them
+};
+
+// quant: "bf16", "q8" or "q4" ("exact" is the folder itself and throws kInvalidArgument).
+// Writes out_path atomically. Throws qvl::Error naming the folder, tensor or output file.
+PackedFileSummary write_packed_model_file(const std::string& model_dir, const std::string& quant,
+                                          const std::string& out_path,
+                                          const PackedFileExtras& extras);
+
+}  // namespace qvl
