@@ -4,17 +4,19 @@
 #include "base/log.h"
 #include "base/mapped_file.h"
 #include "base/timer.h"
+#include "model/packed_file.h"
 #include "tokenizer/chat_format.h"
 
 namespace qvl {
+namespace {
 
-std::unique_ptr<LoadedModel> load_model_folder(const std::string& dir_in,
-                                               const std::string& quant) {
-  std::string dir = dir_in;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+constexpr const char* kDefaultFolderQuant = "q8";
+
+std::unique_ptr<LoadedModel> load_folder(const std::string& dir, const std::string& quant_in) {
   if (!file_exists(dir + "/config.json")) {
     fail(ErrorCode::kNotFound, "'" + dir + "' is not a model folder (no config.json)");
   }
+  const std::string quant = quant_in.empty() ? kDefaultFolderQuant : quant_in;
   const Timer timer;
   auto m = std::make_unique<LoadedModel>(LoadedModel{dir,
                                                      load_model_config(dir),
@@ -34,6 +36,79 @@ std::unique_ptr<LoadedModel> load_model_folder(const std::string& dir_in,
   QVL_LOG(kInfo) << "loaded " << dir << " (" << m->store.total_bytes() / (1 << 20) << " MiB of "
                  << "weights, " << quant << ") in " << static_cast<int>(timer.millis()) << " ms";
   return m;
+}
+
+Tokenizer packed_tokenizer(const PackedModelFile& file) {
+  try {
+    if (const auto compact = file.blob(kCompactTokenizerName)) {
+      return Tokenizer::from_compact(*compact);
+    }
+    return Tokenizer::from_json_text(file.required_file("tokenizer.json"));
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kCorrupt && e.code() != ErrorCode::kUnsupported) throw;
+    throw Error(e.code(), file.path() + ": " + e.what());
+  }
+}
+
+std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std::string& quant) {
+  const Timer timer;
+  PackedModelFile file = PackedModelFile::open(path);
+  const std::string stored = ops::quant_type_name(file.quant());
+  if (!quant.empty() && quant != stored) {
+    fail(ErrorCode::kInvalidArgument,
+         "'" + path + "' is pre-packed as " + stored + " and cannot be loaded as " + quant +
+             (quant == "exact" ? " (exact needs the original weights: load the model folder)"
+                               : " (omit --quant to use it as stored, or run `qvl quantize "
+                                 "--quant " +
+                                     quant + "` on the model folder)"));
+  }
+  const double header_ms = timer.millis();
+  const std::string config_text(file.required_file("config.json"));
+  const ModelConfig config = parse_model_config(config_text, file.origin("config.json"));
+  std::optional<std::string> generation_text;
+  if (const auto g = file.file("generation_config.json")) generation_text = std::string(*g);
+  GenerationConfig generation =
+      generation_config_from_texts(generation_text, file.origin("generation_config.json"),
+                                   config_text, file.origin("config.json"));
+  PreprocessConfig preprocess =
+      parse_preprocess_config(std::string(file.required_file("preprocessor_config.json")),
+                              file.origin("preprocessor_config.json"));
+  const double configs_ms = timer.millis();
+  Tokenizer tokenizer = packed_tokenizer(file);
+  const double tokenizer_ms = timer.millis();
+  const bool head_tied = file.lm_head_tied();
+  const bool template_known = file.store().metadata().count(kPackedChatTemplateKnownKey) &&
+                              file.store().metadata().at(kPackedChatTemplateKnownKey) == "true";
+  auto m = std::make_unique<LoadedModel>(LoadedModel{path,
+                                                     config,
+                                                     std::move(generation),
+                                                     std::move(preprocess),
+                                                     file.take_store(),
+                                                     {},
+                                                     {},
+                                                     std::move(tokenizer)});
+  const WeightTypes types = weight_types_for(stored);
+  m->text_weights = load_packed_text_weights(m->config, m->store, types, head_tied);
+  m->vision_weights = load_vision_weights(m->config.vision, m->store, types.vision);
+  QVL_LOG(kDebug) << "pre-packed load: header " << header_ms << " ms, configs "
+                  << configs_ms - header_ms << " ms, tokenizer " << tokenizer_ms - configs_ms
+                  << " ms, weights " << timer.millis() - tokenizer_ms << " ms";
+  if (!template_known) {
+    QVL_LOG(kWarn) << "the chat template stored in '" << path
+                   << "' is not one qvl knows; prompts are rendered as Qwen3-VL's template does";
+  }
+  QVL_LOG(kInfo) << "loaded pre-packed " << path << " (" << m->store.total_bytes() / (1 << 20)
+                 << " MiB, " << stored << ") in " << static_cast<int>(timer.millis()) << " ms";
+  return m;
+}
+
+}  // namespace
+
+std::unique_ptr<LoadedModel> load_model(const std::string& path_in, const std::string& quant) {
+  std::string path = path_in;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  if (is_model_file(path)) return load_packed_file(path, quant);
+  return load_folder(path, quant);
 }
 
 }  // namespace qvl

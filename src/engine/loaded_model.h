@@ -1,4 +1,5 @@
-// Everything read from a model folder, loaded once and shared by all requests.
+// Everything read from a model (a Hugging Face folder or a pre-packed file), loaded once and
+// shared by all requests.
 #pragma once
 
 #include <memory>
@@ -15,7 +16,7 @@
 namespace qvl {
 
 struct LoadedModel {
-  std::string dir;
+  std::string dir;  // the model folder, or the pre-packed file
   ModelConfig config;
   GenerationConfig generation;
   PreprocessConfig preprocess;  // the reference processor's settings (HF defaults)
@@ -25,8 +26,16 @@ struct LoadedModel {
   Tokenizer tokenizer;
 };
 
-// Throws qvl::Error naming the missing or broken file. Warns (log) when the folder ships a chat
-// template qvl does not recognise.
-std::unique_ptr<LoadedModel> load_model_folder(const std::string& dir, const std::string& quant);
+// Loads a model folder, or a pre-packed model file (`qvl quantize`, model/packed_file.h) whose
+// matrices are used in place from the mmap. quant: "exact", "bf16", "q8" or "q4"; empty means
+// q8 for a folder and the stored type for a pre-packed file (which cannot be loaded as another
+// type). Throws qvl::Error naming the missing or broken file. Warns (log) when the model ships a
+// chat template qvl does not recognise.
+std::unique_ptr<LoadedModel> load_model(const std::string& path, const std::string& quant);
+// The same (kept for callers that predate pre-packed files).
+inline std::unique_ptr<LoadedModel> load_model_folder(const std::string& path,
+                                                      const std::string& quant) {
+  return load_model(path, quant);
+}
 
 }  // namespace qvl

@@ -1,0 +1,66 @@
+#include "engine/model_quantizer.h"
+
+#include <filesystem>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "image/preprocess.h"
+#include "model/config.h"
+#include "model/packed_file.h"
+#include "model/packed_file_writer.h"
+#include "ops/packed_matrix.h"
+#include "tokenizer/chat_format.h"
+#include "tokenizer/tokenizer.h"
+
+namespace qvl {
+namespace {
+
+// The folder's files a pre-packed file carries (those present; config.json is required).
+constexpr const char* kEmbeddedFiles[] = {
+    "config.json",           "generation_config.json", "preprocessor_config.json",
+    "tokenizer_config.json", "chat_template.json",     "chat_template.jinja"};
+
+}  // namespace
+
+QuantizeSummary quantize_model_folder(const std::string& model_dir, const std::string& quant,
+                                      const std::string& out_path) {
+  if (!file_exists(model_dir + "/config.json")) {
+    fail(ErrorCode::kNotFound, "'" + model_dir + "' is not a model folder (no config.json)");
+  }
+  const ops::QuantType type = ops::parse_quant_type(quant);  // fail before any slow work
+  if (type == ops::QuantType::kExact) {
+    fail(ErrorCode::kInvalidArgument,
+         "exact cannot be pre-packed (it computes on the folder's stored weights); use bf16, q8 "
+         "or q4");
+  }
+  PackedFileExtras extras;
+  for (const char* name : kEmbeddedFiles) {
+    const std::string path = model_dir + "/" + name;
+    if (file_exists(path))
+      extras.blobs.push_back(
+          byte_tensor(kEmbeddedFilePrefix + std::string(name), read_text_file(path)));
+  }
+  // Everything a loader parses is checked now, so a bad folder fails here, not at load.
+  const std::string config_path = model_dir + "/config.json";
+  parse_model_config(read_text_file(config_path), config_path);
+  load_generation_config(model_dir);
+  preprocess_config_from_json(model_dir);
+  const std::string tokenizer_path = Tokenizer::json_path_in_model_dir(model_dir);
+  std::string tokenizer_json = read_text_file(tokenizer_path);
+  const Tokenizer tokenizer = Tokenizer::from_file(tokenizer_path);
+  extras.blobs.push_back(
+      byte_tensor(kEmbeddedFilePrefix + std::string("tokenizer.json"), std::move(tokenizer_json)));
+  extras.blobs.push_back(byte_tensor(kCompactTokenizerName, tokenizer.to_compact()));
+  extras.metadata[kPackedChatTemplateKnownKey] =
+      is_known_chat_template(model_dir) ? "true" : "false";
+
+  const PackedFileSummary written = write_packed_model_file(model_dir, quant, out_path, extras);
+  QuantizeSummary summary;
+  summary.packed_matrices = written.packed_matrices;
+  summary.stored_tensors = written.stored_tensors;
+  summary.embedded_files = extras.blobs.size() - 1;
+  summary.file_bytes = static_cast<size_t>(std::filesystem::file_size(out_path));
+  return summary;
+}
+
+}  // namespace qvl

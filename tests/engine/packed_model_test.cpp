@@ -1,0 +1,133 @@
+// Through the public API: a pre-packed file made by quantize_model_folder answers exactly as the
+// model folder loaded with the same --quant (prompt ids, greedy tokens, text, with an image),
+// and --quant choices that do not match the file are clear errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "engine/model_quantizer.h"
+#include "qvl/engine.h"
+
+namespace qvl {
+namespace {
+
+const std::string kTiny = std::string(QVL_TESTDATA_DIR) + "/qwen3vl-tiny-a";
+
+std::string temp_path(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/qvl_packed_engine";
+  std::filesystem::create_directories(dir);
+  return dir + "/" + name;
+}
+
+std::unique_ptr<Engine> load(const std::string& model, const std::string& quant) {
+  EngineOptions o;
+  o.model_dir = model;
+  o.quant = quant;
+  return Engine::load(o);
+}
+
+std::vector<GenerationRequest> requests() {
+  GenerationRequest text;
+  text.messages.push_back(
+      {"user", true, {{ContentPart::Kind::kText, "Describe a sunny day in three words.", -1}}});
+  text.sampling.temperature = 0;
+  text.sampling.max_tokens = 12;
+  text.sampling.ignore_eos = true;
+  GenerationRequest image = text;
+  image.messages[0].content_is_string = false;
+  image.messages[0].parts.insert(image.messages[0].parts.begin(),
+                                 {ContentPart::Kind::kImage, "", 0});
+  const MappedFile png(kTiny + "/images/a_iv_shapes_256x200.png");
+  image.images.push_back({std::vector<uint8_t>(png.data(), png.data() + png.size()), 0, 0});
+  GenerationRequest sampled = text;  // seeded sampling depends on every logit, not just the top
+  sampled.sampling.temperature = 0.8f;
+  sampled.sampling.seed = 11;
+  return {text, image, sampled};
+}
+
+TEST(PackedModel, SameAnswersAsTheFolderForEveryQuant) {
+  for (const std::string quant : {"bf16", "q8", "q4"}) {
+    SCOPED_TRACE(quant);
+    const std::string file = temp_path("tiny-" + quant + ".qvl");
+    const QuantizeSummary s = quantize_model_folder(kTiny, quant, file);
+    EXPECT_GT(s.packed_matrices, 0u);
+    EXPECT_EQ(s.embedded_files, 6u);  // 3 configs, tokenizer.json, tokenizer_config, template
+    const auto from_folder = load(kTiny, quant);
+    const auto from_file = load(file, "");  // as stored
+    EXPECT_EQ(from_file->info().vocab_size, from_folder->info().vocab_size);
+    EXPECT_EQ(from_file->info().context_length, from_folder->info().context_length);
+    EXPECT_EQ(from_file->info().default_sampling.temperature,
+              from_folder->info().default_sampling.temperature);
+    for (const GenerationRequest& r : requests()) {
+      const GenerationResult a = from_folder->generate(r);
+      const GenerationResult b = from_file->generate(r);
+      EXPECT_EQ(b.prompt_ids, a.prompt_ids);
+      EXPECT_EQ(b.completion_ids, a.completion_ids);
+      EXPECT_EQ(b.text, a.text);
+      EXPECT_EQ(b.stats.image_tokens, a.stats.image_tokens);
+    }
+    const std::string text = "<|im_start|>héllo wörld 123<|im_end|>";
+    EXPECT_EQ(from_file->tokenize(text), from_folder->tokenize(text));
+    // Asking for the stored type explicitly is the same as omitting it.
+    EXPECT_NO_THROW(load(file, quant));
+  }
+}
+
+TEST(PackedModel, OtherQuantThanStoredIsAClearError) {
+  const std::string file = temp_path("tiny-q4-only.qvl");
+  quantize_model_folder(kTiny, "q4", file);
+  for (const std::string quant : {"q8", "bf16", "exact"}) {
+    try {
+      load(file, quant);
+      ADD_FAILURE() << quant;
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(msg.find(file), std::string::npos) << msg;
+      EXPECT_NE(msg.find("pre-packed as q4"), std::string::npos) << msg;
+    }
+  }
+}
+
+TEST(PackedModel, QuantizeRejectsBadInput) {
+  EXPECT_THROW(quantize_model_folder(kTiny, "exact", temp_path("x.qvl")), Error);
+  EXPECT_THROW(quantize_model_folder(kTiny, "q5", temp_path("x.qvl")), Error);
+  EXPECT_THROW(quantize_model_folder(temp_path(""), "q4", temp_path("x.qvl")), Error);
+  EXPECT_FALSE(std::filesystem::exists(temp_path("x.qvl")));
+}
+
+TEST(PackedModel, MissingEmbeddedConfigNamesTheFile) {
+  // A valid packed file of weights only (no embedded files) is refused at load.
+  const std::string file = temp_path("weights-only.qvl");
+  quantize_model_folder(kTiny, "q8", file);
+  // Rename the embedded config tensor in place: same length, so offsets stay valid.
+  std::string bytes;
+  {
+    const MappedFile f(file);
+    bytes.assign(reinterpret_cast<const char*>(f.data()), f.size());
+  }
+  const size_t at = bytes.find("qvl.file.config.json");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 20, "qvl.file.konfig.json");
+  const std::string broken = temp_path("no-config.qvl");
+  {
+    FILE* out = std::fopen(broken.c_str(), "wb");
+    std::fwrite(bytes.data(), 1, bytes.size(), out);
+    std::fclose(out);
+  }
+  try {
+    load(broken, "");
+    FAIL();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kCorrupt);
+    EXPECT_NE(msg.find(broken), std::string::npos) << msg;
+    EXPECT_NE(msg.find("config.json"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace qvl
