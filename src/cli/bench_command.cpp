@@ -19,7 +19,7 @@ namespace {
 struct BenchOptions {
   std::string model;
   int threads = 0;
-  std::string quant = "q8";
+  std::string quant;  // empty: q8 for a folder, as stored for a pre-packed file
   int repeats = 3;
   int64_t prompt_tokens = 512;
   int64_t decode_tokens = 128;
@@ -127,7 +127,7 @@ void bench(const BenchOptions& o) {
     decode_tps.push_back(1000.0 * (dec.stats.completion_tokens - 1) / dec.stats.decode_ms);
   }
   nlohmann::json j = {{"model", eo.model_dir},
-                      {"quant", eo.quant},
+                      {"quant", eo.quant.empty() ? "default" : eo.quant},
                       {"threads", ThreadPool::global().size()},
                       {"repeats", o.repeats},
                       {"load_ms", load_ms},
@@ -153,9 +153,11 @@ void bench(const BenchOptions& o) {
 void add_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand("bench", "Measure load, vision, prefill and decode speed");
-  cmd->add_option("-m,--model", o->model, "Model folder or hub id")->required();
+  cmd->add_option("-m,--model", o->model, "Model folder, pre-packed file or hub id")->required();
   cmd->add_option("--threads", o->threads, "Threads (default: physical cores)");
-  cmd->add_option("--quant", o->quant, "Weights: exact (fp32 oracle), bf16, q8 (default) or q4")
+  cmd->add_option("--quant", o->quant,
+                  "Weights: exact (fp32 oracle), bf16, q8 or q4 (default: q8 for a folder, as "
+                  "stored for a pre-packed file)")
       ->check(CLI::IsMember({"exact", "bf16", "q8", "q4"}));
   cmd->add_option("--repeats", o->repeats, "Repeats; medians are reported")->capture_default_str();
   cmd->add_option("--prompt-tokens", o->prompt_tokens, "Prompt length for the prefill figure")

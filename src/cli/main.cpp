@@ -8,6 +8,7 @@
 #include "cli/gen_model_command.h"
 #include "cli/pull_command.h"
 #include "cli/quality_command.h"
+#include "cli/quantize_command.h"
 #include "cli/run_command.h"
 #include "cli/serve_command.h"
 
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   qvl::cli::add_gen_model_command(app);
   qvl::cli::add_bench_command(app);
   qvl::cli::add_pull_command(app);
+  qvl::cli::add_quantize_command(app);
   qvl::cli::add_quality_command(app);
   try {
     app.parse(argc, argv);

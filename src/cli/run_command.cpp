@@ -20,7 +20,7 @@ struct RunOptions {
   std::string messages_file;
   std::vector<std::string> images;
   int threads = 0;
-  std::string quant = "q8";
+  std::string quant;  // empty: q8 for a folder, as stored for a pre-packed file
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;
   bool json = false;
@@ -104,7 +104,8 @@ void add_run_command(CLI::App& app) {
   auto opts = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Answer one question (optionally about images)");
   cmd->add_option("-m,--model", opts->model,
-                  "Model folder (Hugging Face layout) or hub id Org/Name[@revision]")
+                  "Model folder (Hugging Face layout), pre-packed file (qvl quantize) or hub id "
+                  "Org/Name[@revision]")
       ->required();
   cmd->add_flag("--offline", opts->offline, "Never download (also HF_HUB_OFFLINE=1)");
   cmd->add_option("prompt", opts->prompt, "The question");
@@ -114,7 +115,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--messages", opts->messages_file,
                   "OpenAI-style messages JSON (image parts: file:// paths or data: URIs)");
   cmd->add_option("--threads", opts->threads, "Threads (default: physical cores)");
-  cmd->add_option("--quant", opts->quant, "Weights: exact (fp32 oracle), bf16, q8 (default) or q4")
+  cmd->add_option("--quant", opts->quant,
+                  "Weights: exact (fp32 oracle), bf16, q8 or q4 (default: q8 for a folder, as "
+                  "stored for a pre-packed file)")
       ->check(CLI::IsMember({"exact", "bf16", "q8", "q4"}));
   cmd->add_option("--image-min-tokens", opts->image_min_tokens,
                   "Fewest tokens per image (1 token = 32x32 px; default 64)");

@@ -96,6 +96,7 @@ int run_serve(ServeFlags& flags) {
 void add_serve_command(CLI::App& app) {
   auto flags = std::make_shared<ServeFlags>();
   server::ServerOptions& o = flags->options;
+  o.engine.quant.clear();  // no --quant: q8 for a folder, as stored for a pre-packed file
   CLI::App* serve = app.add_subcommand(
       "serve",
       "OpenAI-compatible vision chat server (POST /v1/chat/completions, GET /v1/models, "
@@ -105,7 +106,10 @@ void add_serve_command(CLI::App& app) {
                    "Model folder, pre-packed file or hub id Org/Name[@revision]")
       ->capture_default_str();
   serve->add_flag("--offline", flags->offline, "Never download (also HF_HUB_OFFLINE=1)");
-  serve->add_option("--quant", o.engine.quant, "Weights: exact (fp32 oracle), bf16, q8 (default) or q4")
+  serve
+      ->add_option("--quant", o.engine.quant,
+                   "Weights: exact (fp32 oracle), bf16, q8 or q4 (default: q8 for a folder, as "
+                   "stored for a pre-packed file)")
       ->check(CLI::IsMember({"exact", "bf16", "q8", "q4"}));
   serve->add_option("--host", o.host, "Address to listen on")->capture_default_str();
   serve->add_option("--port", o.port, "Port; 0 picks a free one (printed on stdout)")

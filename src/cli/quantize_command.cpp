@@ -1,0 +1,60 @@
+#include "cli/quantize_command.h"
+
+#include <memory>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "base/thread_pool.h"
+#include "base/timer.h"
+#include "engine/model_quantizer.h"
+#include "hub/model_pull.h"
+#include "model/packed_file.h"
+
+namespace qvl::cli {
+namespace {
+
+struct QuantizeOptions {
+  std::string model;
+  std::string out;
+  std::string quant = "q8";
+  int threads = 0;
+  bool offline = false;
+};
+
+void quantize(const QuantizeOptions& o) {
+  if (o.threads > 0) ThreadPool::set_global_threads(o.threads);
+  hub::ResolveOptions resolve;
+  resolve.offline = o.offline;
+  const std::string dir = hub::resolve_model(o.model, resolve);
+  if (is_model_file(dir)) {
+    fail(ErrorCode::kInvalidArgument, "'" + dir +
+                                          "' is a file; quantize reads a model folder (or hub "
+                                          "id) and writes the pre-packed file");
+  }
+  const Timer timer;
+  const QuantizeSummary s = quantize_model_folder(dir, o.quant, o.out);
+  QVL_LOG(kInfo) << "wrote " << o.out << ": " << o.quant << ", " << s.packed_matrices
+                 << " packed matrices, " << s.stored_tensors << " tensors as stored, "
+                 << s.embedded_files << " embedded files, " << s.file_bytes / (1 << 20)
+                 << " MiB in " << static_cast<int>(timer.millis()) << " ms";
+}
+
+}  // namespace
+
+void add_quantize_command(CLI::App& app) {
+  auto o = std::make_shared<QuantizeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "quantize",
+      "Write a pre-packed model file (weights in kernel layout, configs and tokenizer inside) "
+      "that loads in place by mmap: use it as -m FILE");
+  cmd->add_option("-m,--model", o->model, "Model folder or hub id Org/Name[@revision]")->required();
+  cmd->add_option("-o,--out", o->out, "The file to write")->required();
+  cmd->add_option("--quant", o->quant, "Weights: bf16, q8 or q4 (as run --quant does)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bf16", "q8", "q4"}));
+  cmd->add_option("--threads", o->threads, "Threads (default: physical cores)");
+  cmd->add_flag("--offline", o->offline, "Never download (also HF_HUB_OFFLINE=1)");
+  cmd->callback([o] { quantize(*o); });
+}
+
+}  // namespace qvl::cli
