@@ -1,8 +1,10 @@
 #include "model/kv_cache.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/error.h"
+#include "ops/half_convert.h"
 
 namespace qvl {
 
@@ -10,11 +12,31 @@ void KVCache::reserve_more(int64_t extra) {
   const int64_t needed = length_ + extra;
   if (needed <= capacity_) return;
   const int64_t fresh = std::max<int64_t>(needed, std::max<int64_t>(64, capacity_ * 2));
+  const auto count = static_cast<size_t>(fresh * kv_width_);
   for (auto& l : layers_) {
-    l.k.resize(static_cast<size_t>(fresh * kv_width_));
-    l.v.resize(static_cast<size_t>(fresh * kv_width_));
+    if (type_ == KVType::kF32) {
+      l.k32.resize(count);
+      l.v32.resize(count);
+    } else {
+      l.k16.resize(count);
+      l.v16.resize(count);
+    }
   }
   capacity_ = fresh;
+}
+
+void KVCache::write(int64_t layer, const float* keys, const float* values, int64_t n) {
+  QVL_CHECK(layer >= 0 && layer < static_cast<int64_t>(layers_.size()) && n >= 0 &&
+            length_ + n <= capacity_);
+  Layer& l = layers_[layer];
+  const int64_t at = length_ * kv_width_, count = n * kv_width_;
+  if (type_ == KVType::kF32) {
+    std::memcpy(l.k32.data() + at, keys, sizeof(float) * count);
+    std::memcpy(l.v32.data() + at, values, sizeof(float) * count);
+  } else {
+    ops::f32_to_f16_row(keys, count, l.k16.data() + at);
+    ops::f32_to_f16_row(values, count, l.v16.data() + at);
+  }
 }
 
 void KVCache::truncate(int64_t new_length) {
@@ -23,7 +45,8 @@ void KVCache::truncate(int64_t new_length) {
 }
 
 size_t KVCache::bytes() const {
-  return static_cast<size_t>(capacity_ * kv_width_) * 2 * sizeof(float) * layers_.size();
+  const size_t element = type_ == KVType::kF32 ? sizeof(float) : sizeof(uint16_t);
+  return static_cast<size_t>(capacity_ * kv_width_) * 2 * element * layers_.size();
 }
 
 }  // namespace qvl

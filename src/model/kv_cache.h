@@ -1,5 +1,7 @@
 // Per-sequence key/value cache of the text decoder. It grows with the sequence instead of
-// reserving the whole context up front.
+// reserving the whole context up front, and stores fp32 (exact mode, the parity oracle) or IEEE
+// half (the default of the fast weight types: half the memory and half the bytes read per decode
+// step at long contexts; attention math stays fp32).
 #pragma once
 
 #include <cstdint>
@@ -9,16 +11,26 @@
 
 namespace qvl {
 
+enum class KVType { kF32, kF16 };
+
 class KVCache {
  public:
-  KVCache(int64_t num_layers, int64_t kv_width) : layers_(num_layers), kv_width_(kv_width) {}
+  KVCache(int64_t num_layers, int64_t kv_width, KVType type = KVType::kF32)
+      : layers_(num_layers), kv_width_(kv_width), type_(type) {}
 
   int64_t length() const { return length_; }
   int64_t kv_width() const { return kv_width_; }  // n_kv_heads * head_dim
+  KVType type() const { return type_; }
   // Makes room for `extra` more positions (amortised doubling).
   void reserve_more(int64_t extra);
-  float* keys(int64_t layer) { return layers_[layer].k.data(); }
-  float* values(int64_t layer) { return layers_[layer].v.data(); }
+  // Stores n rows of keys and values [n, kv_width] at positions [length, length + n) of a layer
+  // (converted to the cache's type). Needs reserve_more(n) first.
+  void write(int64_t layer, const float* keys, const float* values, int64_t n);
+  // Rows [0, length + n) of a layer; only the accessors of the cache's type are valid.
+  const float* keys_f32(int64_t layer) const { return layers_[layer].k32.data(); }
+  const float* values_f32(int64_t layer) const { return layers_[layer].v32.data(); }
+  const uint16_t* keys_f16(int64_t layer) const { return layers_[layer].k16.data(); }
+  const uint16_t* values_f16(int64_t layer) const { return layers_[layer].v16.data(); }
   // Called once per forward after every layer wrote its rows at [length, length + n).
   void commit(int64_t n) { length_ += n; }
   // Forgets positions >= new_length (e.g. to reuse a shared prompt prefix).
@@ -27,10 +39,12 @@ class KVCache {
 
  private:
   struct Layer {
-    AlignedBuffer<float> k, v;
+    AlignedBuffer<float> k32, v32;
+    AlignedBuffer<uint16_t> k16, v16;
   };
   std::vector<Layer> layers_;
   int64_t kv_width_;
+  KVType type_;
   int64_t length_ = 0;
   int64_t capacity_ = 0;
 };

@@ -62,6 +62,11 @@ void TextDecoder::embed(const int64_t* ids, int64_t n, float* out) const {
   }
 }
 
+KVType TextDecoder::kv_type() const {
+  const bool exact = w_.layers.empty() || w_.layers[0].q_proj.type() == ops::QuantType::kExact;
+  return exact ? KVType::kF32 : KVType::kF16;
+}
+
 void TextDecoder::attention_block(int64_t layer, int64_t n, KVCache& cache) {
   const TextLayerWeights& lw = w_.layers[layer];
   const int64_t hd = config_.head_dim, nh = config_.num_heads, nkv = config_.num_kv_heads;
@@ -79,12 +84,15 @@ void TextDecoder::attention_block(int64_t layer, int64_t n, KVCache& cache) {
     ops::rope_rotate_half(k_.data() + t * nkv * hd, nkv, hd, cos_.data() + t * half,
                           sin_.data() + t * half);
   }
-  const int64_t kvw = nkv * hd;
-  std::memcpy(cache.keys(layer) + past * kvw, k_.data(), sizeof(float) * n * kvw);
-  std::memcpy(cache.values(layer) + past * kvw, v_.data(), sizeof(float) * n * kvw);
+  cache.write(layer, k_.data(), v_.data(), n);
   ops::AttentionShape shape{nh, nkv, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
-  ops::attention(q_.data(), n, cache.keys(layer), cache.values(layer), past + n, shape, past,
-                 attn_.data());
+  if (cache.type() == KVType::kF32) {
+    ops::attention(q_.data(), n, cache.keys_f32(layer), cache.values_f32(layer), past + n, shape,
+                   past, attn_.data());
+  } else {
+    ops::attention(q_.data(), n, cache.keys_f16(layer), cache.values_f16(layer), past + n, shape,
+                   past, attn_.data());
+  }
   ops::matmul(attn_.data(), n, lw.o_proj, nullptr, proj_.data());
 }
 

@@ -46,7 +46,9 @@ class TextDecoder {
   TextDecoder(const TextConfig& config, const TextWeights& weights);
 
   const TextConfig& config() const { return config_; }
-  KVCache new_cache() const { return KVCache(config_.num_layers, kv_width()); }
+  // A cache in fp32 for exact weights (the parity oracle), in half for the fast weight types.
+  KVCache new_cache() const { return KVCache(config_.num_layers, kv_width(), kv_type()); }
+  KVType kv_type() const;
 
   // Embedding rows of the token ids into out [n, hidden].
   void embed(const int64_t* ids, int64_t n, float* out) const;

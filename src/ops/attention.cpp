@@ -5,10 +5,13 @@
 #include <vector>
 
 #include "base/aligned_buffer.h"
+#include "base/half.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
 #include "ops/attention_kernels.h"
+#include "ops/half_convert.h"
 #include "ops/matmul.h"
+#include "ops/packed_kernels.h"
 #include "ops/packed_matrix.h"
 
 namespace qvl::ops {
@@ -61,11 +64,29 @@ using attention_kernels::kKeyTile;
 
 constexpr int64_t kDirectMaxRows = 8;
 
+// Keys and values as stored: fp32 (k, v) or IEEE half (k16, v16), [nk, n_kv_heads, head_dim].
+struct KV {
+  const float* k = nullptr;
+  const float* v = nullptr;
+  const uint16_t* k16 = nullptr;
+  const uint16_t* v16 = nullptr;
+};
+
+// Row j of kv head kvh of keys (or values) as fp32: the stored row, or a conversion into tmp.
+const float* kv_row(const float* f32, const uint16_t* f16, int64_t j, int64_t kvh,
+                    const AttentionShape& s, float* tmp) {
+  const int64_t at = (j * s.n_kv_heads + kvh) * s.head_dim;
+  if (f32 != nullptr) return f32 + at;
+  f16_to_f32_row(f16 + at, s.head_dim, tmp);
+  return tmp;
+}
+
 // k [nk, n_kv_heads, d] -> panels [n_kv_heads, tiles, d, kKeyTile], zero-padded keys.
-void pack_key_panels(const float* k, int64_t nk, const AttentionShape& s, float* panels) {
+void pack_key_panels(const KV& kv, int64_t nk, const AttentionShape& s, float* panels) {
   const int64_t d = s.head_dim, tiles = (nk + kKeyTile - 1) / kKeyTile;
   ThreadPool::global().parallel_for(
       static_cast<size_t>(s.n_kv_heads * tiles), [&](size_t b, size_t e) {
+        std::vector<float> tmp(static_cast<size_t>(d));
         for (size_t index = b; index < e; ++index) {
           const int64_t kvh = static_cast<int64_t>(index) / tiles;
           const int64_t tile = static_cast<int64_t>(index) % tiles;
@@ -76,7 +97,7 @@ void pack_key_panels(const float* k, int64_t nk, const AttentionShape& s, float*
               for (int64_t c = 0; c < d; ++c) panel[c * kKeyTile + jj] = 0.0f;
               continue;
             }
-            const float* row = k + ((tile * kKeyTile + jj) * s.n_kv_heads + kvh) * d;
+            const float* row = kv_row(kv.k, kv.k16, tile * kKeyTile + jj, kvh, s, tmp.data());
             for (int64_t c = 0; c < d; ++c) panel[c * kKeyTile + jj] = row[c];
           }
         }
@@ -84,46 +105,65 @@ void pack_key_panels(const float* k, int64_t nk, const AttentionShape& s, float*
 }
 
 // v [nk, n_kv_heads, d] -> [n_kv_heads, nk, d].
-void pack_values(const float* v, int64_t nk, const AttentionShape& s, float* packed) {
+void pack_values(const KV& kv, int64_t nk, const AttentionShape& s, float* packed) {
   const int64_t d = s.head_dim;
   ThreadPool::global().parallel_for(static_cast<size_t>(nk), [&](size_t b, size_t e) {
+    std::vector<float> tmp(static_cast<size_t>(d));
     for (int64_t kvh = 0; kvh < s.n_kv_heads; ++kvh) {
       for (size_t j = b; j < e; ++j) {
-        const float* src = v + (static_cast<int64_t>(j) * s.n_kv_heads + kvh) * d;
+        const float* src = kv_row(kv.v, kv.v16, static_cast<int64_t>(j), kvh, s, tmp.data());
         std::copy(src, src + d, packed + (kvh * nk + static_cast<int64_t>(j)) * d);
       }
     }
   });
 }
 
-void attention_on(IsaLevel isa, const float* q, int64_t nq, const float* k, const float* v,
-                  int64_t nk, const AttentionShape& s, int64_t causal_offset, float* out) {
+// The reference on fp32 copies of half keys/values.
+void reference_on(const float* q, int64_t nq, const KV& kv, int64_t nk, const AttentionShape& s,
+                  int64_t causal_offset, float* out) {
+  if (kv.k != nullptr) {
+    attention_kernels::attention_reference(q, nq, kv.k, kv.v, nk, s, causal_offset, out);
+    return;
+  }
+  const size_t count = static_cast<size_t>(nk * s.n_kv_heads * s.head_dim);
+  std::vector<float> k(count), v(count);
+  f16_to_f32_row(kv.k16, static_cast<int64_t>(count), k.data());
+  f16_to_f32_row(kv.v16, static_cast<int64_t>(count), v.data());
+  attention_kernels::attention_reference(q, nq, k.data(), v.data(), nk, s, causal_offset, out);
+}
+
+void attention_on(IsaLevel isa, const float* q, int64_t nq, const KV& kv, int64_t nk,
+                  const AttentionShape& s, int64_t causal_offset, float* out) {
   const bool fast_shape = s.head_dim > 0 && s.head_dim % 16 == 0 && s.n_kv_heads > 0 &&
                           s.n_heads % s.n_kv_heads == 0 && nk > 0;
   if (isa == IsaLevel::kScalar || !fast_shape) {
-    attention_kernels::attention_reference(q, nq, k, v, nk, s, causal_offset, out);
+    reference_on(q, nq, kv, nk, s, causal_offset, out);
     return;
   }
   if (nq <= 0) return;
-  const auto task =
-      isa == IsaLevel::kAvx512 ? attention_kernels::task_avx512 : attention_kernels::task_avx2;
   const int64_t group = s.n_heads / s.n_kv_heads;
   // Transposing K pays off once enough rows (query x head-in-group) share each key.
   const bool use_panels = nq * group > kDirectMaxRows;
+  // Only the AVX2 task reads half keys/values directly.
+  const bool half_direct = kv.k == nullptr && !use_panels;
+  const auto task = isa == IsaLevel::kAvx512 && !half_direct ? attention_kernels::task_avx512
+                                                             : attention_kernels::task_avx2;
   const int64_t tiles = (nk + kKeyTile - 1) / kKeyTile;
   AlignedBuffer<float> panels, values;
   if (use_panels) {
     panels.resize(static_cast<size_t>(s.n_kv_heads * tiles * s.head_dim * kKeyTile));
-    pack_key_panels(k, nk, s, panels.data());
+    pack_key_panels(kv, nk, s, panels.data());
     values.resize(static_cast<size_t>(s.n_kv_heads * nk * s.head_dim));
-    pack_values(v, nk, s, values.data());
+    pack_values(kv, nk, s, values.data());
   }
 
   attention_kernels::Problem p;
   p.q = q;
-  p.k = k;
+  p.k = kv.k;
   p.k_panels = use_panels ? panels.data() : nullptr;
-  p.v = v;
+  p.v = kv.v;
+  p.k16 = use_panels ? nullptr : kv.k16;
+  p.v16 = use_panels ? nullptr : kv.v16;
   p.v_packed = use_panels ? values.data() : nullptr;
   p.out = out;
   p.nq = nq;
@@ -170,14 +210,27 @@ bool agrees_with_reference(IsaLevel isa) {
     for (auto* buf : {&q, &k, &v}) {
       for (auto& x : *buf) x = next();
     }
+    // Both storages: values rounded to half first, so fp32 and half inputs hold the same numbers.
+    std::vector<uint16_t> k16(k.size()), v16(v.size());
+    for (size_t i = 0; i < k.size(); ++i) {
+      k16[i] = kernels::f32_to_f16(k[i]);
+      v16[i] = kernels::f32_to_f16(v[i]);
+      k[i] = f16_to_f32(k16[i]);
+      v[i] = f16_to_f32(v16[i]);
+    }
     attention_kernels::attention_reference(q.data(), c.nq, k.data(), v.data(), c.nk, shape,
                                            c.causal_offset, want.data());
-    attention_on(isa, q.data(), c.nq, k.data(), v.data(), c.nk, shape, c.causal_offset, got.data());
-    for (size_t i = 0; i < got.size(); ++i) {
-      if (!(std::fabs(got[i] - want[i]) <= 1e-4f)) {
-        QVL_LOG(kError) << isa_level_name(isa) << " attention kernel disagrees with the reference ("
-                        << got[i] << " vs " << want[i] << "); using a lower level";
-        return false;
+    for (const KV& kv :
+         {KV{k.data(), v.data(), nullptr, nullptr}, KV{nullptr, nullptr, k16.data(), v16.data()}}) {
+      attention_on(isa, q.data(), c.nq, kv, c.nk, shape, c.causal_offset, got.data());
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (!(std::fabs(got[i] - want[i]) <= 1e-4f)) {
+          QVL_LOG(kError) << isa_level_name(isa)
+                          << " attention kernel disagrees with the reference (" << got[i] << " vs "
+                          << want[i] << (kv.k ? ", fp32" : ", half")
+                          << " K/V); using a lower level";
+          return false;
+        }
       }
     }
   }
@@ -202,12 +255,25 @@ bool kernels_verified(IsaLevel isa) {
 
 }  // namespace attention_kernels
 
-void attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
-               const AttentionShape& s, int64_t causal_offset, float* out) {
+namespace {
+
+IsaLevel attention_isa() {
   IsaLevel isa = active_isa();
   if (isa == IsaLevel::kAvx512 && !attention_kernels::kernels_verified(isa)) isa = IsaLevel::kAvx2;
   if (isa == IsaLevel::kAvx2 && !attention_kernels::kernels_verified(isa)) isa = IsaLevel::kScalar;
-  attention_on(isa, q, nq, k, v, nk, s, causal_offset, out);
+  return isa;
+}
+
+}  // namespace
+
+void attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
+               const AttentionShape& s, int64_t causal_offset, float* out) {
+  attention_on(attention_isa(), q, nq, KV{k, v, nullptr, nullptr}, nk, s, causal_offset, out);
+}
+
+void attention(const float* q, int64_t nq, const uint16_t* k, const uint16_t* v, int64_t nk,
+               const AttentionShape& s, int64_t causal_offset, float* out) {
+  attention_on(attention_isa(), q, nq, KV{nullptr, nullptr, k, v}, nk, s, causal_offset, out);
 }
 
 }  // namespace qvl::ops

@@ -16,5 +16,8 @@ struct AttentionShape {
 // causal_offset >= 0: query i sees keys [0, causal_offset + i]; < 0: every key (non-causal).
 void attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
                const AttentionShape& shape, int64_t causal_offset, float* out);
+// The same with k and v stored as IEEE half (the 16-bit KV cache); math stays fp32.
+void attention(const float* q, int64_t nq, const uint16_t* k, const uint16_t* v, int64_t nk,
+               const AttentionShape& shape, int64_t causal_offset, float* out);
 
 }  // namespace qvl::ops

@@ -5,7 +5,7 @@
 
 #include "ops/attention_kernels.h"
 
-#pragma GCC target("avx2,fma")
+#pragma GCC target("avx2,fma,f16c")
 
 #include "ops/elementwise_avx2_math.h"
 
@@ -57,13 +57,21 @@ float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(x);
 }
 
+// 8 keys/values as fp32 from the cache's fp32 or IEEE-half storage.
+__m256 load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+__m256 load8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
 // scores[r][0 .. n_keys) for the first kLive rows, from keys in their natural layout (row j
 // at k + j * k_stride), scaled.
-template <int kLive>
-void qk_direct(const float* const* qr, const float* k, int64_t k_stride, int64_t d, float scale,
+template <int kLive, typename T>
+void qk_direct(const float* const* qr, const T* k, int64_t k_stride, int64_t d, float scale,
                int64_t n_keys, float* scores) {
   for (int64_t j = 0; j < n_keys; ++j) {
-    const float* kj = k + j * k_stride;
+    const T* kj = k + j * k_stride;
     // Rows are a page or more apart in decode: the hardware prefetcher does not follow them.
     for (int64_t c = 0; c < d; c += 16) {
       _mm_prefetch(reinterpret_cast<const char*>(kj + kPrefetchKeys * k_stride + c), _MM_HINT_T0);
@@ -71,7 +79,7 @@ void qk_direct(const float* const* qr, const float* k, int64_t k_stride, int64_t
     __m256 acc[kLive];
     for (int r = 0; r < kLive; ++r) acc[r] = _mm256_setzero_ps();
     for (int64_t c = 0; c < d; c += 8) {
-      const __m256 kv = _mm256_loadu_ps(kj + c);
+      const __m256 kv = load8(kj + c);
       for (int r = 0; r < kLive; ++r)
         acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(qr[r] + c), kv, acc[r]);
     }
@@ -80,9 +88,9 @@ void qk_direct(const float* const* qr, const float* k, int64_t k_stride, int64_t
 }
 
 // o[r][c0 .. c0 + 16) = alpha[r] * o + sum_j p[r][j] * v[j] for the first kLive rows.
-template <int kLive>
-void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const float* v,
-              int64_t v_stride, int64_t n_keys) {
+template <int kLive, typename T>
+void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const T* v, int64_t v_stride,
+              int64_t n_keys) {
   __m256 acc[kLive][2];
   for (int r = 0; r < kLive; ++r) {
     const __m256 a = _mm256_set1_ps(alpha[r]);
@@ -91,8 +99,8 @@ void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const flo
   }
   for (int64_t j = 0; j < n_keys; ++j) {
     _mm_prefetch(reinterpret_cast<const char*>(v + (j + kPrefetchKeys) * v_stride), _MM_HINT_T0);
-    const __m256 v0 = _mm256_loadu_ps(v + j * v_stride);
-    const __m256 v1 = _mm256_loadu_ps(v + j * v_stride + 8);
+    const __m256 v0 = load8(v + j * v_stride);
+    const __m256 v1 = load8(v + j * v_stride + 8);
     for (int r = 0; r < kLive; ++r) {
       const __m256 pb = _mm256_broadcast_ss(p + r * kKeyBlock + j);
       acc[r][0] = _mm256_fmadd_ps(pb, v0, acc[r][0]);
@@ -106,11 +114,35 @@ void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const flo
 }
 
 // pv_chunk over all of head_dim.
-template <int kLive>
-void pv_rows(float* o, int64_t d, const float* alpha, const float* p, const float* v,
-             int64_t v_stride, int64_t n_keys) {
+template <int kLive, typename T>
+void pv_rows(float* o, int64_t d, const float* alpha, const float* p, const T* v, int64_t v_stride,
+             int64_t n_keys) {
   for (int64_t c0 = 0; c0 < d; c0 += 16)
     pv_chunk<kLive>(o + c0, d, alpha, p, v + c0, v_stride, n_keys);
+}
+
+template <int N>
+struct LiveRows {
+  static constexpr int value = N;
+};
+
+// Calls f(LiveRows<live>()) for live in 1 .. kRows.
+template <typename F>
+void with_live_rows(int live, F f) {
+  switch (live) {
+    case 6:
+      return f(LiveRows<6>());
+    case 5:
+      return f(LiveRows<5>());
+    case 4:
+      return f(LiveRows<4>());
+    case 3:
+      return f(LiveRows<3>());
+    case 2:
+      return f(LiveRows<2>());
+    default:
+      return f(LiveRows<1>());
+  }
 }
 
 // Masks scores beyond each row's visible keys, turns them into probabilities against the updated
@@ -203,53 +235,32 @@ void task_avx2(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_b
         }
         const int live = static_cast<int>(min_i64(kRows, rows - g));  // rows past the end: padding
         if (p.k_panels == nullptr) {
-          const float* kb = p.k + j0 * v_stride + kvh * d;
-          switch (live) {
-            case 6:
-              qk_direct<6>(qr, kb, v_stride, d, s.scale, group_keys, scores);
-              break;
-            case 5:
-              qk_direct<5>(qr, kb, v_stride, d, s.scale, group_keys, scores);
-              break;
-            case 4:
-              qk_direct<4>(qr, kb, v_stride, d, s.scale, group_keys, scores);
-              break;
-            case 3:
-              qk_direct<3>(qr, kb, v_stride, d, s.scale, group_keys, scores);
-              break;
-            case 2:
-              qk_direct<2>(qr, kb, v_stride, d, s.scale, group_keys, scores);
-              break;
-            default:
-              qk_direct<1>(qr, kb, v_stride, d, s.scale, group_keys, scores);
-              break;
-          }
+          const int64_t k_at = j0 * v_stride + kvh * d;
+          with_live_rows(live, [&](auto rows_c) {
+            if (p.k16 != nullptr) {
+              qk_direct<decltype(rows_c)::value>(qr, p.k16 + k_at, v_stride, d, s.scale, group_keys,
+                                                 scores);
+            } else {
+              qk_direct<decltype(rows_c)::value>(qr, p.k + k_at, v_stride, d, s.scale, group_keys,
+                                                 scores);
+            }
+          });
         }
         float alpha[kRows];
         softmax_block(scores, visible, n_tiles, m + g, l + g, alpha);
         float* og = o + g * d;
-        const float* vb =
-            p.v_packed ? p.v_packed + (kvh * p.nk + j0) * d : p.v + j0 * v_stride + kvh * d;
-        switch (live) {
-          case 6:
-            pv_rows<6>(og, d, alpha, scores, vb, pv_stride, group_keys);
-            break;
-          case 5:
-            pv_rows<5>(og, d, alpha, scores, vb, pv_stride, group_keys);
-            break;
-          case 4:
-            pv_rows<4>(og, d, alpha, scores, vb, pv_stride, group_keys);
-            break;
-          case 3:
-            pv_rows<3>(og, d, alpha, scores, vb, pv_stride, group_keys);
-            break;
-          case 2:
-            pv_rows<2>(og, d, alpha, scores, vb, pv_stride, group_keys);
-            break;
-          default:
-            pv_rows<1>(og, d, alpha, scores, vb, pv_stride, group_keys);
-            break;
-        }
+        with_live_rows(live, [&](auto rows_c) {
+          if (p.v_packed != nullptr) {
+            pv_rows<decltype(rows_c)::value>(
+                og, d, alpha, scores, p.v_packed + (kvh * p.nk + j0) * d, pv_stride, group_keys);
+          } else if (p.v16 != nullptr) {
+            pv_rows<decltype(rows_c)::value>(og, d, alpha, scores, p.v16 + j0 * v_stride + kvh * d,
+                                             pv_stride, group_keys);
+          } else {
+            pv_rows<decltype(rows_c)::value>(og, d, alpha, scores, p.v + j0 * v_stride + kvh * d,
+                                             pv_stride, group_keys);
+          }
+        });
       }
     }
   }

@@ -35,6 +35,10 @@ struct Problem {
   // v as [n_kv_heads, nk, head_dim], or null. Rows of v for one head are a page or more apart in
   // the model's shapes, so a block of them would fight over the same few cache sets.
   const float* v_packed = nullptr;
+  // k and v stored as IEEE half instead (same layout), or null. Only the AVX2 task reads them,
+  // and only without k_panels / v_packed.
+  const uint16_t* k16 = nullptr;
+  const uint16_t* v16 = nullptr;
   float* out = nullptr;  // [nq, n_heads, head_dim]
   int64_t nq = 0;
   int64_t nk = 0;
