@@ -13,11 +13,14 @@
 namespace qvl {
 
 struct EngineOptions {
-  std::string model_dir;  // Hugging Face folder (config.json, *.safetensors, tokenizer.json, ...)
+  // Hugging Face folder (config.json, *.safetensors, tokenizer.json, ...) or a pre-packed file
+  // written by `qvl quantize`.
+  std::string model_dir;
   int threads = 0;        // 0 = one per physical core
   // Weight types: "exact" (fp32 math on the stored bf16 weights; the parity oracle), "bf16",
-  // "q8" or "q4" (decoder in that type, lm_head q8, vision bf16). Quantised at load.
-  std::string quant = "q8";
+  // "q8" or "q4" (decoder in that type, lm_head q8, vision bf16). Quantised at load from a
+  // folder; a pre-packed file is used as stored. Empty: q8 for a folder, as stored for a file.
+  std::string quant;
   // Image token budget (one token = 32x32 px). 0 = the engine's interactive defaults.
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;

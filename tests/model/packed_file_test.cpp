@@ -4,6 +4,7 @@
 #include "model/packed_file.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -211,12 +212,17 @@ Failure open_error(const std::string& path) {
 class PackedFileErrors : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string(::testing::TempDir() + "/qvl_packed_errors");
+    // ctest runs each test of the suite as its own process, possibly at the same time.
+    dir_ = new std::string(::testing::TempDir() + "/qvl_packed_errors_" +
+                           std::to_string(::getpid()));
     std::filesystem::remove_all(*dir_);
     std::filesystem::create_directories(*dir_);
     write_packed_model_file(kTiny, "q4", good(), {});
   }
-  static void TearDownTestSuite() { delete dir_; }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+  }
   static std::string good() { return *dir_ + "/good.qvl"; }
   static std::string path(const std::string& name) { return *dir_ + "/" + name; }
   // Edits the good file's header into `name` and returns the open error.
