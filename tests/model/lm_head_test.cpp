@@ -9,6 +9,7 @@
 #include "model/config.h"
 #include "model/safetensors_writer.h"
 #include "model/text_decoder.h"
+#include "untied_copy.h"
 
 namespace qvl {
 namespace {
@@ -17,23 +18,7 @@ const std::string kTiny = std::string(QVL_TESTDATA_DIR) + "/qwen3vl-tiny-a";
 
 // Copies every tensor of the tiny model and adds lm_head.weight = 2 * embed_tokens (exact in bf16).
 void write_untied_copy(const std::string& dir) {
-  const WeightStore src = WeightStore::open_folder(kTiny);
-  std::vector<TensorSpec> specs;
-  for (const auto& name : src.names()) {
-    const TensorView* t = &src.get(name);
-    specs.push_back({name, t->dtype, t->shape, [t](int64_t off, int64_t n, uint8_t* out) {
-                       const size_t es = dtype_size(t->dtype);
-                       std::memcpy(out, t->data + off * es, n * es);
-                     }});
-  }
-  const TensorView* embed = &src.get("model.language_model.embed_tokens.weight");
-  specs.push_back(
-      {"lm_head.weight", DType::kBF16, embed->shape, [embed](int64_t off, int64_t n, uint8_t* out) {
-         const auto* in = reinterpret_cast<const uint16_t*>(embed->data) + off;
-         auto* o = reinterpret_cast<uint16_t*>(out);
-         for (int64_t i = 0; i < n; ++i) o[i] = f32_to_bf16(2 * bf16_to_f32(in[i]));
-       }});
-  write_safetensors(dir + "/model.safetensors", specs);
+  testing::write_weights_with_untied_head(kTiny, dir + "/model.safetensors", 0.0f);
 }
 
 std::vector<float> last_logits(const ModelConfig& config, const WeightStore& store) {

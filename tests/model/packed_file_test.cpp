@@ -21,6 +21,7 @@
 #include "model/vision_encoder.h"
 #include "model/vision_weights.h"
 #include "model/weight_types.h"
+#include "untied_copy.h"
 
 namespace qvl {
 namespace {
@@ -72,25 +73,9 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 // A copy of the tiny model with an untied head (lm_head = 2 * embedding) and config to match.
 std::string untied_tiny(const std::string& dir) {
-  const WeightStore src = WeightStore::open_folder(kTiny);
-  std::vector<TensorSpec> specs;
-  for (const auto& name : src.names()) {
-    const TensorView* t = &src.get(name);
-    specs.push_back({name, t->dtype, t->shape, [t](int64_t off, int64_t n, uint8_t* out) {
-                       const size_t es = dtype_size(t->dtype);
-                       std::memcpy(out, t->data + off * es, n * es);
-                     }});
-  }
-  const TensorView* embed = &src.get("model.language_model.embed_tokens.weight");
-  specs.push_back(
-      {"lm_head.weight", DType::kBF16, embed->shape, [embed](int64_t off, int64_t n, uint8_t* out) {
-         const auto* in = reinterpret_cast<const uint16_t*>(embed->data) + off;
-         auto* o = reinterpret_cast<uint16_t*>(out);
-         for (int64_t i = 0; i < n; ++i) o[i] = f32_to_bf16(2 * bf16_to_f32(in[i]) + 0.01f);
-       }});
   const std::string model = dir + "/untied";
   std::filesystem::create_directories(model);
-  write_safetensors(model + "/model.safetensors", specs);
+  testing::write_weights_with_untied_head(kTiny, model + "/model.safetensors", 0.01f);
   nlohmann::json config = nlohmann::json::parse(read_text_file(kTiny + "/config.json"));
   config["tie_word_embeddings"] = false;
   config["text_config"]["tie_word_embeddings"] = false;
@@ -213,8 +198,8 @@ class PackedFileErrors : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     // ctest runs each test of the suite as its own process, possibly at the same time.
-    dir_ = new std::string(::testing::TempDir() + "/qvl_packed_errors_" +
-                           std::to_string(::getpid()));
+    dir_ =
+        new std::string(::testing::TempDir() + "/qvl_packed_errors_" + std::to_string(::getpid()));
     std::filesystem::remove_all(*dir_);
     std::filesystem::create_directories(*dir_);
     write_packed_model_file(kTiny, "q4", good(), {});
