@@ -16,7 +16,7 @@ struct EngineOptions {
   // Hugging Face folder (config.json, *.safetensors, tokenizer.json, ...) or a pre-packed file
   // written by `qvl quantize`.
   std::string model_dir;
-  int threads = 0;        // 0 = one per physical core
+  int threads = 0;  // 0 = one per physical core
   // Weight types: "exact" (fp32 math on the stored bf16 weights; the parity oracle), "bf16",
   // "q8" or "q4" (decoder in that type, lm_head q8, vision bf16). Quantised at load from a
   // folder; a pre-packed file is used as stored. Empty: q8 for a folder, as stored for a file.
@@ -111,6 +111,8 @@ struct ModelInfo {
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;
   SamplingParams default_sampling;  // from generation_config.json
+  std::string weights;              // decoder weight type in use: "exact", "bf16", "q8" or "q4"
+  std::string kv_cache;             // KV cache storage: "f32" (exact) or "f16"
 };
 
 class Engine {

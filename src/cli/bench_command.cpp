@@ -127,7 +127,8 @@ void bench(const BenchOptions& o) {
     decode_tps.push_back(1000.0 * (dec.stats.completion_tokens - 1) / dec.stats.decode_ms);
   }
   nlohmann::json j = {{"model", eo.model_dir},
-                      {"quant", eo.quant.empty() ? "default" : eo.quant},
+                      {"quant", engine->info().weights},
+                      {"kv_cache", engine->info().kv_cache},
                       {"threads", ThreadPool::global().size()},
                       {"repeats", o.repeats},
                       {"load_ms", load_ms},

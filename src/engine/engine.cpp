@@ -45,6 +45,10 @@ class EngineImpl : public Engine {
     info_.context_length =
         options.max_context > 0 ? std::min(options.max_context, model_ctx) : model_ctx;
     info_.vocab_size = model_->config.text.vocab_size;
+    if (!model_->text_weights.layers.empty()) {
+      info_.weights = ops::quant_type_name(model_->text_weights.layers[0].q_proj.type());
+    }
+    info_.kv_cache = decoder_.kv_type() == KVType::kF16 ? "f16" : "f32";
     info_.image_min_tokens = min_tokens;
     info_.image_max_tokens = max_tokens;
     const GenerationConfig& g = model_->generation;
