@@ -9,7 +9,7 @@
 #include "model/config.h"
 #include "model/safetensors_writer.h"
 #include "model/text_decoder.h"
-#include "untied_copy.h"
+#include "model_test_util.h"
 
 namespace qvl {
 namespace {
@@ -25,16 +25,9 @@ std::vector<float> last_logits(const ModelConfig& config, const WeightStore& sto
   const TextWeights w = load_text_weights(config, store);
   TextDecoder decoder(config.text, w);
   KVCache cache = decoder.new_cache();
-  const std::vector<int64_t> ids = {151644, 872, 198, 9707, 151645};
-  const int64_t n = static_cast<int64_t>(ids.size()), h = config.text.hidden_size;
-  std::vector<int64_t> pos(3 * n);
-  for (int64_t d = 0; d < 3; ++d)
-    for (int64_t i = 0; i < n; ++i) pos[d * n + i] = i;
-  std::vector<float> x(n * h), out(n * h), logits(config.text.vocab_size);
-  decoder.embed(ids.data(), n, x.data());
-  decoder.forward(x.data(), n, pos.data(), cache, nullptr, out.data());
-  decoder.logits(out.data() + (n - 1) * h, 1, logits.data());
-  return logits;
+  std::vector<float> hidden;
+  return testing::prefill_last_logits(decoder, config, cache, {151644, 872, 198, 9707, 151645},
+                                      hidden);
 }
 
 TEST(LmHead, UntiedHeadIsUsedAndTiedConfigIgnoresIt) {

@@ -21,7 +21,7 @@
 #include "model/vision_encoder.h"
 #include "model/vision_weights.h"
 #include "model/weight_types.h"
-#include "untied_copy.h"
+#include "model_test_util.h"
 
 namespace qvl {
 namespace {
@@ -39,21 +39,16 @@ std::string fresh_dir() {
 std::vector<float> last_logits(const ModelConfig& config, const TextWeights& w) {
   TextDecoder decoder(config.text, w);
   KVCache cache = decoder.new_cache();
-  const std::vector<int64_t> ids = {151644, 872, 198, 9707, 11, 1879, 0, 151645, 198};
-  const int64_t n = static_cast<int64_t>(ids.size()), h = config.text.hidden_size;
-  std::vector<int64_t> pos(3 * n);
-  for (int64_t d = 0; d < 3; ++d)
-    for (int64_t i = 0; i < n; ++i) pos[d * n + i] = i;
-  std::vector<float> x(n * h), out(n * h), logits(config.text.vocab_size);
-  decoder.embed(ids.data(), n, x.data());
-  decoder.forward(x.data(), n, pos.data(), cache, nullptr, out.data());
-  decoder.logits(out.data() + (n - 1) * h, 1, logits.data());
+  std::vector<float> hidden;
+  std::vector<float> logits = testing::prefill_last_logits(
+      decoder, config, cache, {151644, 872, 198, 9707, 11, 1879, 0, 151645, 198}, hidden);
   // One decode step too (m == 1 kernels).
-  const int64_t next = 13, p3[3] = {n, n, n};
+  const int64_t n = cache.length(), next = 13, p3[3] = {n, n, n};
+  std::vector<float> x(static_cast<size_t>(config.text.hidden_size));
   decoder.embed(&next, 1, x.data());
-  decoder.forward(x.data(), 1, p3, cache, nullptr, out.data());
+  decoder.forward(x.data(), 1, p3, cache, nullptr, hidden.data());
   logits.resize(2 * config.text.vocab_size);
-  decoder.logits(out.data(), 1, logits.data() + config.text.vocab_size);
+  decoder.logits(hidden.data(), 1, logits.data() + config.text.vocab_size);
   return logits;
 }
 

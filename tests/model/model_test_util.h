@@ -1,4 +1,4 @@
-// Test helper: the tiny reference model's weights plus a separate lm_head.weight.
+// Test helpers for model tests: a tiny model copy with an untied head, and running a prompt.
 #pragma once
 
 #include <cstring>
@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "base/half.h"
+#include "model/config.h"
 #include "model/safetensors.h"
 #include "model/safetensors_writer.h"
+#include "model/text_decoder.h"
 
 namespace qvl::testing {
 
@@ -34,6 +36,24 @@ inline void write_weights_with_untied_head(const std::string& tiny, const std::s
                      }
                    }});
   write_safetensors(path, specs);
+}
+
+// Prefills ids (text positions 0..n-1) into cache and returns the logits of the last position;
+// leaves the final hidden states of every position in hidden [n, hidden_size].
+inline std::vector<float> prefill_last_logits(TextDecoder& decoder, const ModelConfig& config,
+                                              KVCache& cache, const std::vector<int64_t>& ids,
+                                              std::vector<float>& hidden) {
+  const int64_t n = static_cast<int64_t>(ids.size()), h = config.text.hidden_size;
+  std::vector<int64_t> pos(static_cast<size_t>(3 * n));
+  for (int64_t d = 0; d < 3; ++d) {
+    for (int64_t i = 0; i < n; ++i) pos[static_cast<size_t>(d * n + i)] = i;
+  }
+  std::vector<float> x(static_cast<size_t>(n * h)), logits(config.text.vocab_size);
+  hidden.resize(static_cast<size_t>(n * h));
+  decoder.embed(ids.data(), n, x.data());
+  decoder.forward(x.data(), n, pos.data(), cache, nullptr, hidden.data());
+  decoder.logits(hidden.data() + (n - 1) * h, 1, logits.data());
+  return logits;
 }
 
 }  // namespace qvl::testing
