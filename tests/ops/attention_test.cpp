@@ -25,21 +25,36 @@ struct Case {
   float q_sigma;  // large sigma gives scores up to ~50: exercises the running max
 };
 
+enum class KVStorage { kF32, kF16 };
+
 // Returns max |fast - reference| over the output; checks every output was written (not NaN).
-float max_error(const Case& c, IsaLevel isa, uint32_t seed) {
+// With kF16 the fast path reads keys/values stored as half and the reference gets the same
+// half-rounded numbers in fp32.
+float max_error(const Case& c, IsaLevel isa, uint32_t seed, KVStorage storage = KVStorage::kF32) {
   const AttentionShape s{c.n_heads, c.n_kv_heads, c.head_dim,
                          1.0f / std::sqrt(static_cast<float>(c.head_dim))};
   const auto q = random_vector(static_cast<size_t>(c.nq * c.n_heads * c.head_dim), seed, c.q_sigma);
-  const auto k =
-      random_vector(static_cast<size_t>(c.nk * c.n_kv_heads * c.head_dim), seed + 1, 1.0f);
-  const auto v =
-      random_vector(static_cast<size_t>(c.nk * c.n_kv_heads * c.head_dim), seed + 2, 1.0f);
+  auto k = random_vector(static_cast<size_t>(c.nk * c.n_kv_heads * c.head_dim), seed + 1, 1.0f);
+  auto v = random_vector(static_cast<size_t>(c.nk * c.n_kv_heads * c.head_dim), seed + 2, 1.0f);
+  std::vector<uint16_t> k16(k.size()), v16(v.size());
+  if (storage == KVStorage::kF16) {
+    for (size_t i = 0; i < k.size(); ++i) {
+      k16[i] = kernels::f32_to_f16(k[i]);
+      v16[i] = kernels::f32_to_f16(v[i]);
+      k[i] = f16_to_f32(k16[i]);
+      v[i] = f16_to_f32(v16[i]);
+    }
+  }
   std::vector<float> want(q.size()), got(q.size(), NAN);
   attention_kernels::attention_reference(q.data(), c.nq, k.data(), v.data(), c.nk, s,
                                          c.causal_offset, want.data());
   {
     IsaScope scope(isa);
-    attention(q.data(), c.nq, k.data(), v.data(), c.nk, s, c.causal_offset, got.data());
+    if (storage == KVStorage::kF16) {
+      attention(q.data(), c.nq, k16.data(), v16.data(), c.nk, s, c.causal_offset, got.data());
+    } else {
+      attention(q.data(), c.nq, k.data(), v.data(), c.nk, s, c.causal_offset, got.data());
+    }
   }
   float worst = 0;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -99,42 +114,13 @@ TEST(Attention, DecodeWithManyKvHeads) {
   }
 }
 
-// Half keys/values (the 16-bit KV cache) against the reference on the same half-rounded numbers.
-float max_error_half_kv(const Case& c, IsaLevel isa, uint32_t seed) {
-  const AttentionShape s{c.n_heads, c.n_kv_heads, c.head_dim,
-                         1.0f / std::sqrt(static_cast<float>(c.head_dim))};
-  const auto q = random_vector(static_cast<size_t>(c.nq * c.n_heads * c.head_dim), seed, c.q_sigma);
-  auto k = random_vector(static_cast<size_t>(c.nk * c.n_kv_heads * c.head_dim), seed + 1, 1.0f);
-  auto v = random_vector(static_cast<size_t>(c.nk * c.n_kv_heads * c.head_dim), seed + 2, 1.0f);
-  std::vector<uint16_t> k16(k.size()), v16(v.size());
-  for (size_t i = 0; i < k.size(); ++i) {
-    k16[i] = kernels::f32_to_f16(k[i]);
-    v16[i] = kernels::f32_to_f16(v[i]);
-    k[i] = f16_to_f32(k16[i]);
-    v[i] = f16_to_f32(v16[i]);
-  }
-  std::vector<float> want(q.size()), got(q.size(), NAN);
-  attention_kernels::attention_reference(q.data(), c.nq, k.data(), v.data(), c.nk, s,
-                                         c.causal_offset, want.data());
-  {
-    IsaScope scope(isa);
-    attention(q.data(), c.nq, k16.data(), v16.data(), c.nk, s, c.causal_offset, got.data());
-  }
-  float worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    worst = std::max(worst, std::fabs(got[i] - want[i]));
-  }
-  return worst;
-}
-
 TEST(Attention, HalfKeysAndValuesMatchTheReference) {
   // Decode (direct reads of half rows), a few queries, and prefill shapes (panels).
   for (IsaLevel isa : available_isas()) {
     for (const Case& c : {Case{1, 300, 128, 16, 8, 299, 1.0f}, Case{1, 77, 64, 8, 8, -1, 6.0f},
                           Case{3, 40, 64, 6, 3, 37, 1.0f}, Case{64, 64, 128, 16, 8, 0, 1.0f},
                           Case{17, 200, 64, 4, 2, 183, 3.0f}}) {
-      EXPECT_LE(max_error_half_kv(c, isa, 5), 2e-5f)
+      EXPECT_LE(max_error(c, isa, 5, KVStorage::kF16), 2e-5f)
           << isa_level_name(isa) << " nq=" << c.nq << " nk=" << c.nk;
     }
   }
