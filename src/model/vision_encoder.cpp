@@ -69,7 +69,8 @@ std::vector<float> VisionEncoder::merge(const MergerWeights& w, const std::vecto
 }
 
 VisionOutput VisionEncoder::encode(const float* pixels, int64_t gh, int64_t gw,
-                                   const TensorTap& tap) const {
+                                   const TensorTap& tap,
+                                   const std::function<void()>& between_blocks) const {
   const int64_t m = config_.spatial_merge_size;
   if (gh <= 0 || gw <= 0 || gh % m != 0 || gw % m != 0) {
     fail(ErrorCode::kInvalidArgument, "vision grid " + std::to_string(gh) + "x" +
@@ -115,6 +116,7 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t gh, int64_t gw,
         out.deepstack[k] = merge(w_.deepstack_mergers[k], x, n);
       }
     }
+    if (between_blocks) between_blocks();
   }
   out.embeds = merge(w_.merger, x, n);
   return out;

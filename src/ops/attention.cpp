@@ -276,4 +276,38 @@ void attention(const float* q, int64_t nq, const uint16_t* k, const uint16_t* v,
   attention_on(attention_isa(), q, nq, KV{nullptr, nullptr, k, v}, nk, s, causal_offset, out);
 }
 
+// Interim: gathers the pages into contiguous rows (a paged kernel replaces this).
+void attention(const float* q, int64_t nq, const PagedKV& kv, int64_t nk, const AttentionShape& s,
+               int64_t causal_offset, float* out) {
+  const int64_t width = s.n_kv_heads * s.head_dim;
+  const bool half = kv.k16_pages != nullptr;
+  const size_t count = static_cast<size_t>(nk * width);
+  std::vector<float> k32, v32;
+  std::vector<uint16_t> k16, v16;
+  if (half) {
+    k16.resize(count);
+    v16.resize(count);
+  } else {
+    k32.resize(count);
+    v32.resize(count);
+  }
+  for (int64_t j0 = 0; j0 < nk; j0 += kv.page_rows) {
+    const int64_t rows = std::min(kv.page_rows, nk - j0);
+    const int64_t page = j0 / kv.page_rows;
+    const size_t at = static_cast<size_t>(j0 * width), n = static_cast<size_t>(rows * width);
+    if (half) {
+      std::copy(kv.k16_pages[page], kv.k16_pages[page] + n, k16.begin() + at);
+      std::copy(kv.v16_pages[page], kv.v16_pages[page] + n, v16.begin() + at);
+    } else {
+      std::copy(kv.k_pages[page], kv.k_pages[page] + n, k32.begin() + at);
+      std::copy(kv.v_pages[page], kv.v_pages[page] + n, v32.begin() + at);
+    }
+  }
+  if (half) {
+    attention(q, nq, k16.data(), v16.data(), nk, s, causal_offset, out);
+  } else {
+    attention(q, nq, k32.data(), v32.data(), nk, s, causal_offset, out);
+  }
+}
+
 }  // namespace qvl::ops
