@@ -236,6 +236,7 @@ void Scheduler::step(std::vector<Sequence*>& running) {
     if (prompt_completes) {
       prefill->result.stats.prompt_ms = prefill->prefill_timer.millis();
       prefill->decode_timer.reset();
+      prefill->prompt = PromptEmbeddings();  // the embeddings live on in the KV cache only
     }
   }
   for (int64_t i = 0; i < logit_rows; ++i) {

@@ -178,13 +178,20 @@ TEST(Serving, KVBudgetQueuesRequestsAndRefusesOnesThatCanNeverFit) {
   const auto engine = load("q8", /*kv_cache_mb=*/1);  // tiny model: 64 pages of 32 positions
   const EngineStats s = engine->stats();
   ASSERT_EQ(s.kv_pages_total * s.kv_page_tokens, 2048);
+  // A prompt longer than the whole cache is refused with a clear message.
+  std::string long_text;
+  for (int i = 0; i < 700; ++i) long_text += "one two three ";
   try {
-    engine->generate(chat("Hello", 4000));
+    engine->generate(chat(long_text, 4));
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted);
     EXPECT_NE(std::string(e.what()).find("--kv-cache-mb"), std::string::npos) << e.what();
   }
+  // An answer allowed to outgrow the cache stops where the cache ends, as at max_tokens.
+  const GenerationResult capped = engine->generate(chat("Hello", 4000));
+  EXPECT_EQ(capped.finish, FinishReason::kLength);
+  EXPECT_EQ(capped.stats.prompt_tokens + capped.stats.completion_tokens, 2048);
   // Six requests of ~600 positions each need more pages than there are: some wait, all finish.
   std::vector<GenerationRequest> requests;
   for (int i = 0; i < 6; ++i) requests.push_back(chat("Story number " + std::to_string(i), 580));
