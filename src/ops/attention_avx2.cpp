@@ -87,38 +87,46 @@ void qk_direct(const float* const* qr, const T* const* k, int64_t d, float scale
   }
 }
 
-// o[r][c0 .. c0 + 16) = alpha[r] * o + sum_j p[r][j] * v[j][c0 ..] for the first kLive rows
-// (v: n_keys + kPrefetchKeys row addresses).
-template <int kLive, typename T>
+// o[r][c0 .. c0 + 8 * kVecs) = alpha[r] * o + sum_j p[r][j] * v[j][c0 ..] for the first kLive
+// rows (v: n_keys + kPrefetchKeys row addresses).
+template <int kLive, int kVecs, typename T>
 void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const T* const* v,
               int64_t c0, int64_t n_keys) {
-  __m256 acc[kLive][2];
+  __m256 acc[kLive][kVecs];
   for (int r = 0; r < kLive; ++r) {
     const __m256 a = _mm256_set1_ps(alpha[r]);
-    acc[r][0] = _mm256_mul_ps(a, _mm256_loadu_ps(o + c0 + r * d));
-    acc[r][1] = _mm256_mul_ps(a, _mm256_loadu_ps(o + c0 + r * d + 8));
+    for (int x = 0; x < kVecs; ++x)
+      acc[r][x] = _mm256_mul_ps(a, _mm256_loadu_ps(o + c0 + r * d + x * 8));
   }
   for (int64_t j = 0; j < n_keys; ++j) {
-    _mm_prefetch(reinterpret_cast<const char*>(v[j + kPrefetchKeys] + c0), _MM_HINT_T0);
-    const __m256 v0 = load8(v[j] + c0);
-    const __m256 v1 = load8(v[j] + c0 + 8);
+    const T* ahead = v[j + kPrefetchKeys] + c0;
+    for (int x = 0; x < kVecs; x += 2) {
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + x * 8), _MM_HINT_T0);
+    }
+    const T* vj = v[j] + c0;
+    __m256 vv[kVecs];
+    for (int x = 0; x < kVecs; ++x) vv[x] = load8(vj + x * 8);
     for (int r = 0; r < kLive; ++r) {
       const __m256 pb = _mm256_broadcast_ss(p + r * kKeyBlock + j);
-      acc[r][0] = _mm256_fmadd_ps(pb, v0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(pb, v1, acc[r][1]);
+      for (int x = 0; x < kVecs; ++x) acc[r][x] = _mm256_fmadd_ps(pb, vv[x], acc[r][x]);
     }
   }
   for (int r = 0; r < kLive; ++r) {
-    _mm256_storeu_ps(o + c0 + r * d, acc[r][0]);
-    _mm256_storeu_ps(o + c0 + r * d + 8, acc[r][1]);
+    for (int x = 0; x < kVecs; ++x) _mm256_storeu_ps(o + c0 + r * d + x * 8, acc[r][x]);
   }
 }
 
-// pv_chunk over all of head_dim.
+// pv_chunk over all of head_dim: wider column chunks for fewer rows (decode), so each value
+// row address is read once per chunk for more columns. Every column still sums its keys in
+// order, so the chunk width changes no result bit.
 template <int kLive, typename T>
 void pv_rows(float* o, int64_t d, const float* alpha, const float* p, const T* const* v,
              int64_t n_keys) {
-  for (int64_t c0 = 0; c0 < d; c0 += 16) pv_chunk<kLive>(o, d, alpha, p, v, c0, n_keys);
+  constexpr int kVecs = kLive == 1 ? 8 : kLive == 2 ? 4 : 2;
+  int64_t c0 = 0;
+  for (; c0 + kVecs * 8 <= d; c0 += kVecs * 8)
+    pv_chunk<kLive, kVecs>(o, d, alpha, p, v, c0, n_keys);
+  for (; c0 < d; c0 += 16) pv_chunk<kLive, 2>(o, d, alpha, p, v, c0, n_keys);
 }
 
 template <int N>
