@@ -32,6 +32,8 @@ struct PagedKV {
   int64_t page_rows = 0;
 };
 // The same as attention() above with keys/values read through the pages (nk positions).
+// Bit-identical to the contiguous overloads on the same numbers, for every page size: the
+// contiguous calls are this one with a single page.
 void attention(const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
                const AttentionShape& shape, int64_t causal_offset, float* out);
 
