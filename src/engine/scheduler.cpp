@@ -90,20 +90,23 @@ void Scheduler::admit(std::vector<Sequence*>& running) {
   while (!waiting_.empty() && static_cast<int64_t>(running.size()) < options_.max_running) {
     Sequence& s = *waiting_.front();
     const int64_t n = s.prompt_length();
-    const int64_t total = reserved_pages(s);
-    if (total > pool_.total_pages()) {
+    const int64_t capacity = pool_.total_pages() * pool_.page_rows();
+    if (n + 1 > capacity) {
       waiting_.pop_front();
       s.error = std::make_exception_ptr(
           Error(ErrorCode::kResourceExhausted,
-                "the request needs " + std::to_string(n + s.max_new) + " positions of KV cache (" +
-                    std::to_string((total * pool_.stats().page_bytes) >> 20) +
-                    " MiB) but the cache holds " +
-                    std::to_string(pool_.total_pages() * pool_.page_rows()) +
-                    "; lower max_tokens, shorten the conversation or raise --kv-cache-mb"));
+                "the prompt has " + std::to_string(n) + " tokens but the KV cache holds " +
+                    std::to_string(capacity) + " positions (" +
+                    std::to_string((pool_.total_pages() * pool_.stats().page_bytes) >> 20) +
+                    " MiB); shorten the conversation, use fewer or smaller images, or raise "
+                    "--kv-cache-mb"));
       s.finished = true;
       finished_.notify_all();
       continue;
     }
+    // An answer can grow at most to the whole pool (then it ends as if max_tokens were hit).
+    s.max_new = std::min(s.max_new, capacity - n);
+    const int64_t total = reserved_pages(s);
     // Pages the running sequences may still claim.
     int64_t outstanding = 0;
     for (const Sequence* r : running) outstanding += reserved_pages(*r) - r->kv->pages();
