@@ -172,6 +172,10 @@ ChatStreamResult ChatStreamClient::stream_chat(
     if (const auto usage = chunk.find("usage"); usage != chunk.end() && usage->is_object()) {
       result.prompt_tokens = usage->value("prompt_tokens", int64_t{-1});
       result.completion_tokens = usage->value("completion_tokens", int64_t{-1});
+      if (const auto details = usage->find("prompt_tokens_details");
+          details != usage->end() && details->is_object()) {
+        result.cached_tokens = details->value("cached_tokens", int64_t{-1});
+      }
       if (const auto timings = chunk.find("timings"); timings != chunk.end()) {
         result.timings = *timings;
       }

@@ -32,7 +32,8 @@ struct ChatStreamResult {
   std::string finish_reason;
   int64_t prompt_tokens = -1;  // from the usage chunk (stream_options.include_usage)
   int64_t completion_tokens = -1;
-  nlohmann::json timings;  // the server's own timings from the usage chunk, if any
+  int64_t cached_tokens = -1;  // usage.prompt_tokens_details.cached_tokens, if the server says
+  nlohmann::json timings;      // the server's own timings from the usage chunk, if any
 
   bool ok() const { return status >= 200 && status < 300 && error.empty(); }
   // Time to the first text; for an answer without any text (special tokens only), to its end.

@@ -30,7 +30,7 @@ ScenarioResult run_conversation(const LoadContext& context) {
   ScenarioResult result("conversation");
   json messages = json::array({user_message(kFirstQuestion, context.fresh_image_uri())});
   std::vector<double> ttft_ms;
-  json prompt_tokens = json::array(), server_timings = json::array();
+  json prompt_tokens = json::array(), cached_tokens = json::array(), server_timings = json::array();
   for (int turn = 1; turn <= o.turns; ++turn) {
     const std::string name = "turn " + std::to_string(turn);
     if (turn > 1) messages.push_back(user_message(follow_up_question(turn - 2)));
@@ -40,6 +40,7 @@ ScenarioResult run_conversation(const LoadContext& context) {
     note_if_textless(result, response, name);
     ttft_ms.push_back(response.ttft() * 1000);
     prompt_tokens.push_back(response.prompt_tokens);
+    cached_tokens.push_back(response.cached_tokens);
     server_timings.push_back(response.timings);
     result.measure("ttft_turn" + std::to_string(turn) + "_ms", "TTFT " + name + " (ms)",
                    ttft_ms.back());
@@ -47,6 +48,7 @@ ScenarioResult run_conversation(const LoadContext& context) {
   }
   result.numbers["ttft_ms"] = ttft_ms;
   result.numbers["prompt_tokens"] = prompt_tokens;
+  result.numbers["cached_tokens"] = cached_tokens;    // -1: the server does not report them
   result.numbers["server_timings"] = server_timings;  // where the server says the time went
   if (ttft_ms.size() >= 2) {
     result.measure("ttft_ratio", "TTFT turn 2 / turn 1", ttft_ms[1] / ttft_ms[0]);
@@ -80,6 +82,7 @@ ScenarioResult run_same_image(const LoadContext& context) {
   result.measure("ttft_ratio", "TTFT same image / new image", warm.ttft() / cold.ttft());
   result.add_target("ttft_ratio", true, 0.50);
   result.numbers["prompt_tokens"] = {cold.prompt_tokens, warm.prompt_tokens};
+  result.numbers["cached_tokens"] = {cold.cached_tokens, warm.cached_tokens};
   result.numbers["server_timings"] = {cold.timings, warm.timings};
   return result;
 }
