@@ -1,5 +1,6 @@
 #include "cli/loadtest_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>

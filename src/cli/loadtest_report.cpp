@@ -39,8 +39,9 @@ void ScenarioResult::measure(const std::string& key, const std::string& label, d
 }
 
 void ScenarioResult::add_target(const std::string& key, bool at_most, double bound) {
-  const json& value = numbers[key];
-  targets.push_back({key, at_most, bound, value.is_number() ? value.get<double>() : NAN});
+  const auto value = numbers.find(key);
+  const bool known = value != numbers.end() && value->is_number();
+  targets.push_back({key, at_most, bound, known ? value->get<double>() : NAN});
 }
 
 bool ScenarioResult::passed() const {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/latency_stats.h"
+#include "cli/loadtest_report.h"
 #include "cli/prometheus_text.h"
 #include "cli/sse_stream.h"
 
@@ -107,6 +108,45 @@ TEST(PrometheusText, ChangedSamplesKeepPrefixAndSkipBuckets) {
   EXPECT_EQ(changes[1].before, 10);
   EXPECT_EQ(changes[1].after, 25);
   EXPECT_EQ(changes[2].sample, "qvl_ttft_count");
+}
+
+TEST(ScenarioResult, PassesOnlyWithEveryTargetMetAndNoFailure) {
+  ScenarioResult result("conversation");
+  result.measure("ttft_ratio", "TTFT turn 2 / turn 1", 0.08);
+  result.measure("speedup_4", "4 streams vs 1", 2.5);
+  result.add_target("ttft_ratio", true, 0.10);
+  EXPECT_TRUE(result.passed());
+  result.add_target("speedup_4", false, 3.0);
+  EXPECT_FALSE(result.passed());
+  const nlohmann::json json = result.to_json();
+  EXPECT_EQ(json["scenario"], "conversation");
+  EXPECT_EQ(json["ttft_ratio"], 0.08);
+  ASSERT_EQ(json["targets"].size(), 2u);
+  EXPECT_EQ(json["targets"][0]["met"], true);
+  EXPECT_EQ(json["targets"][1]["op"], ">=");
+  EXPECT_EQ(json["targets"][1]["met"], false);
+  EXPECT_EQ(json["pass"], false);
+
+  ScenarioResult failed("same-image");
+  failed.measure("ttft_ratio", "ratio", 0.1);
+  failed.add_target("ttft_ratio", true, 0.5);
+  failed.failures.push_back("HTTP 500");
+  EXPECT_FALSE(failed.passed());
+}
+
+TEST(ScenarioResult, UnmeasuredTargetIsNotMet) {
+  ScenarioResult result("interference");
+  result.measure("gap_ratio_p99_median", "ratio", NAN);
+  result.add_target("gap_ratio_p99_median", true, 2.5);
+  result.add_target("never_measured", true, 1.0);
+  EXPECT_FALSE(result.targets[0].met());
+  EXPECT_FALSE(result.targets[1].met());
+  EXPECT_FALSE(result.numbers.contains("never_measured"));
+  // NaN is written as null: the JSON stays valid.
+  EXPECT_NE(result.to_json().dump().find("\"gap_ratio_p99_median\":null"), std::string::npos);
+  const std::string table = format_table({result});
+  EXPECT_NE(table.find("n/a"), std::string::npos);
+  EXPECT_NE(table.find("FAIL"), std::string::npos);
 }
 
 }  // namespace
