@@ -67,6 +67,39 @@ void q8_group2_avx512(const GroupSpan& w, const QuantX& x, float* out);
 void q4_group_avx512(const GroupSpan& w, const QuantX& x, float* out);
 void q4_group2_avx512(const GroupSpan& w, const QuantX& x, float* out);
 
+// Whole-row kernels of the GEMV and small batches (m < kGemmMinRows). A run is `count`
+// consecutive groups of one matrix, all nb blocks of each: group g starts at
+// first + g * group_bytes (its scale_bytes of fp16 scales, then its tiles). A kernel multiplies
+// the run by nx rows of x and writes out[(i * count + g) * 4 + r] (x row i, group g, weight row r).
+// Allowed shapes: count in [1, kMaxRunGroups] with nx == 1 (the GEMV: several groups share each x
+// block), or count == 1 with nx in [1, kMaxRunXRows] (small batches: each tile is unpacked once for
+// all rows). Every (x row, group) pair gets the same arithmetic in the same order whatever count
+// and nx are, so a row's result does not depend on how many other rows share the call (batch
+// invariance below the GEMM).
+//   bf16: x as for Bf16Group3Kernel, rows x + i * x_stride. q8/q4: x as QuantX, rows i.
+inline constexpr int kMaxRunGroups = 4;
+inline constexpr int kMaxRunXRows = 3;
+struct GroupRun {
+  const uint8_t* first;
+  int64_t group_bytes;
+  int64_t scale_bytes;
+  int64_t nb;
+  int count;
+};
+using Bf16RunKernel = void (*)(const GroupRun& w, const void* x, size_t x_stride, int nx,
+                               float* out);
+using QuantRunKernel = void (*)(const GroupRun& w, const QuantX& x, int nx, float* out);
+
+void bf16_run_scalar(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out);
+void q8_run_scalar(const GroupRun& w, const QuantX& x, int nx, float* out);
+void q4_run_scalar(const GroupRun& w, const QuantX& x, int nx, float* out);
+void bf16_run_avx2(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out);
+void q8_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out);
+void q4_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out);
+void bf16_run_avx512(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out);
+void q8_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out);
+void q4_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out);
+
 // Quantizes one activation row of k = nb * 32 values per block of 32: scale = absmax / 127,
 // q = round-to-nearest-even(x * (127 / absmax)) in [-127, 127], sum = sum of q. The AVX2 variant
 // computes bit-identical results.
