@@ -2,6 +2,7 @@
 #include "ops/packed_gemv.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "base/aligned_buffer.h"
@@ -195,6 +196,41 @@ void small_batch_matmul(IsaLevel isa, const float* x, int64_t m, const MatmulOut
       }
     }
   });
+}
+
+bool run_kernels_agree_with_scalar(IsaLevel isa, const float* x, const PackedMatrix& w) {
+  // Every run shape (count groups x nx rows) directly, whatever the pool size makes of a matmul.
+  const int64_t k = w.cols(), nb = k / kCols;
+  QVL_CHECK(w.rows() >= kernels::kMaxRunGroups * kRows);
+  const QuantType type = w.type();
+  const RunKernels fast = kernels_for(isa), oracle = kernels_for(IsaLevel::kScalar);
+  const int64_t group_bytes = static_cast<int64_t>(packed_size_bytes(type, kRows, k));
+  const int64_t scale_bytes = type == QuantType::kBF16 ? 0 : nb * kernels::kScaleBytes;
+  const auto* weights = static_cast<const uint8_t*>(w.bytes());
+  constexpr int kOut = kernels::kMaxRunGroups * kernels::kMaxRunXRows * kRows;
+  for (int count = 1; count <= kernels::kMaxRunGroups; ++count) {
+    for (int nx = 1; nx <= (count == 1 ? kernels::kMaxRunXRows : 1); ++nx) {
+      const kernels::GroupRun run{weights, group_bytes, scale_bytes, nb, count};
+      float got[kOut], want[kOut];
+      if (type == QuantType::kBF16) {
+        const PreparedX px = prepare_bf16(x, nx, k, isa);
+        fast.bf16(run, px.bf16_rows, px.row_bytes, nx, got);
+        oracle.bf16(run, x, static_cast<size_t>(k) * 4, nx, want);
+      } else {
+        const PreparedX px = prepare_quantized(x, nx, k, IsaLevel::kScalar);
+        const kernels::QuantX qx{px.q, px.scale, px.sum, nb, px.scaled_sum};
+        (type == QuantType::kQ8 ? fast.q8 : fast.q4)(run, qx, nx, got);
+        (type == QuantType::kQ8 ? oracle.q8 : oracle.q4)(run, qx, nx, want);
+      }
+      float largest = 0;
+      for (int j = 0; j < count * nx * kRows; ++j) largest = std::max(largest, std::fabs(want[j]));
+      for (int j = 0; j < count * nx * kRows; ++j) {
+        // bf16 rounding of x on AVX-512 moves results by well under 1%; a wrong kernel by ~100%.
+        if (!(std::fabs(got[j] - want[j]) <= 0.01f * largest)) return false;
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace qvl::ops::detail

@@ -16,4 +16,8 @@ namespace qvl::ops::detail {
 void small_batch_matmul(IsaLevel isa, const float* x, int64_t m, const MatmulOutput* outputs,
                         size_t count);
 
+// For the start-up self-check: every run shape of isa's kernels against the scalar ones on w
+// (>= 16 rows; its first 4 groups) and up to 3 rows of x [.., w.cols()].
+bool run_kernels_agree_with_scalar(IsaLevel isa, const float* x, const PackedMatrix& w);
+
 }  // namespace qvl::ops::detail

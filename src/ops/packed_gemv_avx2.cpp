@@ -55,7 +55,23 @@ void bf16_rows(const GroupRun& w, const float* x, size_t x_stride, float* out) {
     }
     // x is fp32 with each 16 columns as 8 even then 8 odd ones; bf16 even/odd halves of a 32-bit
     // weight pair become fp32 by a shift / a mask. Per accumulator: c0 even, c0 odd, c1 even, ...
-    for (int half = 0; half < 4; ++half) {
+    if constexpr (X == 1) {  // each weight vector loaded once: both halves at a time
+      for (int c = 0; c < 2; ++c) {
+        const __m256 xe = _mm256_loadu_ps(x + b * kCols + c * 16);
+        const __m256 xo = _mm256_loadu_ps(x + b * kCols + c * 16 + 8);
+        for (int g = 0; g < G; ++g) {
+          for (int r = 0; r < kRows; ++r) {
+            const __m256i v = load256(tile[g] + r * 64 + c * 32);
+            acc[0][g][r] =
+                _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), xe, acc[0][g][r]);
+            acc[0][g][r] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v, high_half)), xo,
+                                           acc[0][g][r]);
+          }
+        }
+      }
+      continue;
+    }
+    for (int half = 0; half < 4; ++half) {  // x rows in registers, weights re-read from L1
       const int c = half / 2;
       const bool odd = half % 2 == 1;
       const int64_t col = b * kCols + c * 16 + (odd ? 8 : 0);

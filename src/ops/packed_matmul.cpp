@@ -131,6 +131,11 @@ bool kernels_agree_with_scalar(IsaLevel isa) {
   for (auto& v : x) v = dist(rng);
   for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
     const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
+    if (!detail::run_kernels_agree_with_scalar(isa, x.data(), packed)) {
+      QVL_LOG(kError) << isa_level_name(isa) << " " << quant_type_name(type)
+                      << " GEMV kernels disagree with the scalar ones; not using them";
+      return false;
+    }
     std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
     int64_t row0 = 0;
     for (int64_t rows : row_counts) {
