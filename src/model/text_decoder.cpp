@@ -71,9 +71,10 @@ void TextDecoder::attention_block(int64_t layer, int64_t n, KVCache& cache) {
   const TextLayerWeights& lw = w_.layers[layer];
   const int64_t hd = config_.head_dim, nh = config_.num_heads, nkv = config_.num_kv_heads;
   const int64_t past = cache.length();
-  ops::matmul(normed_.data(), n, lw.q_proj, nullptr, q_.data());
-  ops::matmul(normed_.data(), n, lw.k_proj, nullptr, k_.data());
-  ops::matmul(normed_.data(), n, lw.v_proj, nullptr, v_.data());
+  const ops::MatmulOutput qkv[] = {{&lw.q_proj, nullptr, q_.data()},
+                                   {&lw.k_proj, nullptr, k_.data()},
+                                   {&lw.v_proj, nullptr, v_.data()}};
+  ops::matmul_multi(normed_.data(), n, qkv, 3);  // one parallel region for decode
   // Per-head RMSNorm on q and k, then rotary, then keys/values go into the cache.
   ops::rms_norm(q_.data(), lw.q_norm.data(), config_.rms_norm_eps, n * nh, hd, q_.data());
   ops::rms_norm(k_.data(), lw.k_norm.data(), config_.rms_norm_eps, n * nkv, hd, k_.data());
@@ -99,8 +100,9 @@ void TextDecoder::attention_block(int64_t layer, int64_t n, KVCache& cache) {
 void TextDecoder::mlp_block(int64_t layer, int64_t n) {
   const TextLayerWeights& lw = w_.layers[layer];
   const int64_t ff = config_.intermediate_size;
-  ops::matmul(normed_.data(), n, lw.gate_proj, nullptr, gate_.data());
-  ops::matmul(normed_.data(), n, lw.up_proj, nullptr, up_.data());
+  const ops::MatmulOutput gate_up[] = {{&lw.gate_proj, nullptr, gate_.data()},
+                                       {&lw.up_proj, nullptr, up_.data()}};
+  ops::matmul_multi(normed_.data(), n, gate_up, 2);  // one parallel region for decode
   ops::silu_mul(gate_.data(), up_.data(), n * ff, gate_.data());
   ops::matmul(gate_.data(), n, lw.down_proj, nullptr, proj_.data());
 }
