@@ -13,6 +13,7 @@
 #include "ops/attention.h"
 #include "ops/attention_kernels.h"
 #include "ops/elementwise_kernels.h"
+#include "ops/half_convert.h"
 #include "ops/packed_kernels.h"
 
 namespace {
@@ -138,6 +139,34 @@ BENCHMARK(BM_AttentionPagedF16)
     ->Args({512, 512, 32})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
+
+// Decode attention over a 4K-token 16-bit KV cache (Qwen3-VL-2B: 16 q heads, 8 kv heads, 128
+// wide), as a decode step meets it: one layer's K/V (16 MiB) among many, so from DRAM. The call
+// rotates over kLayers copies (> the last-level cache) and reports K/V bytes read per second;
+// x 28 layers it is the attention part of a decode step at that context.
+void BM_AttentionDecode4096Half(benchmark::State& state) {
+  constexpr int64_t nk = 4096, kLayers = 12;
+  AttentionShape s{16, 8, 128, 1.0f / std::sqrt(128.0f)};
+  Inputs in = make_inputs(1, nk, s);
+  const size_t per_layer = in.k.size();
+  std::vector<uint16_t> k(per_layer * kLayers), v(k.size());
+  for (int64_t l = 0; l < kLayers; ++l) {
+    qvl::ops::f32_to_f16_row(in.k.data(), static_cast<int64_t>(per_layer), &k[l * per_layer]);
+    qvl::ops::f32_to_f16_row(in.v.data(), static_cast<int64_t>(per_layer), &v[l * per_layer]);
+  }
+  int64_t layer = 0;
+  for (auto _ : state) {
+    qvl::ops::attention(in.q.data(), 1, k.data() + layer * per_layer, v.data() + layer * per_layer,
+                        nk, s, nk - 1, in.out.data());
+    layer = (layer + 1) % kLayers;
+    benchmark::DoNotOptimize(in.out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(2 * per_layer * sizeof(uint16_t)));
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1) state.counters["load1"] = load[0];
+}
+BENCHMARK(BM_AttentionDecode4096Half)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // The vision MLP activation: 784 patches x 4096 (one call per layer).
 void BM_GeluTanhVision(benchmark::State& state, bool fast) {

@@ -21,6 +21,9 @@ struct EngineOptions {
   // "q8" or "q4" (decoder in that type, lm_head q8, vision bf16). Quantised at load from a
   // folder; a pre-packed file is used as stored. Empty: q8 for a folder, as stored for a file.
   std::string quant;
+  // Type of the output head (lm_head) with bf16/q8/q4 weights: "bf16", "q8" or "q4". Empty: q8
+  // for q8/q4 (bf16 for bf16), as stored for a pre-packed file.
+  std::string lm_head;
   // Image token budget (one token = 32x32 px). 0 = the engine's interactive defaults.
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;

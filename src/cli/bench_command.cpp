@@ -19,7 +19,8 @@ namespace {
 struct BenchOptions {
   std::string model;
   int threads = 0;
-  std::string quant;  // empty: q8 for a folder, as stored for a pre-packed file
+  std::string quant;    // empty: q8 for a folder, as stored for a pre-packed file
+  std::string lm_head;  // empty: the default for quant
   int repeats = 3;
   int64_t prompt_tokens = 512;
   int64_t decode_tokens = 128;
@@ -104,6 +105,7 @@ void bench(const BenchOptions& o) {
   eo.model_dir = hub::resolve_model(o.model, {});
   eo.threads = o.threads;
   eo.quant = o.quant;
+  eo.lm_head = o.lm_head;
   eo.image_max_tokens = 1024;  // 448x448 -> 196 tokens and 1024x768 -> 768 tokens, unscaled
   const Timer load_timer;
   auto engine = Engine::load(eo);
@@ -129,6 +131,7 @@ void bench(const BenchOptions& o) {
   nlohmann::json j = {{"model", eo.model_dir},
                       {"quant", engine->info().weights},
                       {"kv_cache", engine->info().kv_cache},
+                      {"lm_head", o.lm_head.empty() ? "default" : o.lm_head},
                       {"threads", ThreadPool::global().size()},
                       {"repeats", o.repeats},
                       {"load_ms", load_ms},
@@ -160,6 +163,10 @@ void add_bench_command(CLI::App& app) {
                   "Weights: exact (fp32 oracle), bf16, q8 or q4 (default: q8 for a folder, as "
                   "stored for a pre-packed file)")
       ->check(CLI::IsMember({"exact", "bf16", "q8", "q4"}));
+  cmd->add_option("--lm-head", o->lm_head,
+                  "Output head type with bf16/q8/q4 weights: bf16, q8 or q4 (default: q8, bf16 for "
+                  "bf16; as stored for a pre-packed file)")
+      ->check(CLI::IsMember({"bf16", "q8", "q4"}));
   cmd->add_option("--repeats", o->repeats, "Repeats; medians are reported")->capture_default_str();
   cmd->add_option("--prompt-tokens", o->prompt_tokens, "Prompt length for the prefill figure")
       ->capture_default_str();

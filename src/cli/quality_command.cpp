@@ -21,6 +21,7 @@ using json = nlohmann::ordered_json;
 struct QualityOptions {
   std::string model;
   std::vector<std::string> quants = {"bf16", "q8", "q4"};
+  std::string lm_head;  // empty: each type's default head
   std::string golden;
   int64_t continuation_tokens = 32;
   int64_t image_min_tokens = 0;
@@ -40,6 +41,7 @@ EngineOptions engine_options(const QualityOptions& o, const std::string& dir,
   eo.model_dir = dir;
   eo.threads = o.threads;
   eo.quant = quant;
+  if (quant != "exact") eo.lm_head = o.lm_head;
   const bool golden = !o.golden.empty();
   eo.image_min_tokens = o.image_min_tokens > 0 ? o.image_min_tokens
                         : golden               ? kGoldenImageMinTokens
@@ -169,6 +171,7 @@ void quality(const QualityOptions& o) {
     const Timer scoring;
     const QualityReport r = measure_agreement(*engine, prompts, reference);
     out["types"].push_back(report_json(quant, r, load_ms, scoring.millis()));
+    out["types"].back()["lm_head"] = o.lm_head.empty() ? "default" : o.lm_head;
     if (!o.json) print_report(out["types"].back(), r);
     std::fflush(stdout);
   }
@@ -188,6 +191,10 @@ void add_quality_command(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::IsMember({"exact", "bf16", "q8", "q4"}))
       ->capture_default_str();
+  cmd->add_option("--lm-head", o->lm_head,
+                  "Output head type for the compared types: bf16, q8 or q4 (default: q8, bf16 "
+                  "for bf16)")
+      ->check(CLI::IsMember({"bf16", "q8", "q4"}));
   cmd->add_option("--golden", o->golden,
                   "Golden folder (manifest.json): its cases, continued by the golden greedy "
                   "tokens; default: built-in prompts with drawn images");

@@ -12,7 +12,8 @@ namespace {
 
 constexpr const char* kDefaultFolderQuant = "q8";
 
-std::unique_ptr<LoadedModel> load_folder(const std::string& dir, const std::string& quant_in) {
+std::unique_ptr<LoadedModel> load_folder(const std::string& dir, const std::string& quant_in,
+                                         const std::string& lm_head) {
   if (!file_exists(dir + "/config.json")) {
     fail(ErrorCode::kNotFound, "'" + dir + "' is not a model folder (no config.json)");
   }
@@ -26,7 +27,7 @@ std::unique_ptr<LoadedModel> load_folder(const std::string& dir, const std::stri
                                                      {},
                                                      {},
                                                      Tokenizer::from_model_dir(dir)});
-  const WeightTypes types = weight_types_for(quant);
+  const WeightTypes types = weight_types_for(quant, lm_head);
   m->text_weights = load_text_weights(m->config, m->store, types);
   m->vision_weights = load_vision_weights(m->config.vision, m->store, types.vision);
   if (!is_known_chat_template(dir)) {
@@ -50,7 +51,8 @@ Tokenizer packed_tokenizer(const PackedModelFile& file) {
   }
 }
 
-std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std::string& quant) {
+std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std::string& quant,
+                                              const std::string& lm_head) {
   const Timer timer;
   PackedModelFile file = PackedModelFile::open(path);
   const std::string stored = ops::quant_type_name(file.quant());
@@ -87,7 +89,14 @@ std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std
                                                      {},
                                                      {},
                                                      std::move(tokenizer)});
-  const WeightTypes types = weight_types_for(stored);
+  WeightTypes types = weight_types_for(stored);
+  if (const PackedTensor* head = m->store.packed(kPackedHeadName)) types.lm_head = head->type;
+  if (!lm_head.empty() && ops::parse_quant_type(lm_head) != types.lm_head) {
+    fail(ErrorCode::kInvalidArgument,
+         "'" + path + "' is pre-packed with a " + ops::quant_type_name(types.lm_head) +
+             " lm_head and cannot use a " + lm_head +
+             " one (omit --lm-head, or load the model folder with --lm-head " + lm_head + ")");
+  }
   m->text_weights = load_packed_text_weights(m->config, m->store, types, head_tied);
   m->vision_weights = load_vision_weights(m->config.vision, m->store, types.vision);
   QVL_LOG(kDebug) << "pre-packed load: header " << header_ms << " ms, configs "
@@ -104,11 +113,12 @@ std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std
 
 }  // namespace
 
-std::unique_ptr<LoadedModel> load_model(const std::string& path_in, const std::string& quant) {
+std::unique_ptr<LoadedModel> load_model(const std::string& path_in, const std::string& quant,
+                                        const std::string& lm_head) {
   std::string path = path_in;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  if (is_model_file(path)) return load_packed_file(path, quant);
-  return load_folder(path, quant);
+  if (is_model_file(path)) return load_packed_file(path, quant, lm_head);
+  return load_folder(path, quant, lm_head);
 }
 
 }  // namespace qvl

@@ -84,10 +84,17 @@ void TextDecoder::plan_segments(const std::vector<BatchEntry>& entries) {
   }
 }
 
-void TextDecoder::matmul_segments(const float* x, const ops::PackedMatrix& w, float* y) const {
-  const int64_t in = w.cols(), out = w.rows();
+void TextDecoder::matmul_segments(const float* x, std::initializer_list<Product> products) const {
+  QVL_CHECK(products.size() > 0 && products.size() <= 3);
+  const int64_t in = products.begin()->w->cols();
+  ops::MatmulOutput outputs[3];
   for (const Segment& s : segments_) {
-    ops::matmul(x + s.begin * in, s.end - s.begin, w, nullptr, y + s.begin * out);
+    size_t count = 0;
+    for (const Product& p : products) {
+      outputs[count++] = {p.w, nullptr, p.y + s.begin * p.w->rows()};
+    }
+    // Matrices that share the input run in one parallel region (one dispatch in decode).
+    ops::matmul_multi(x + s.begin * in, s.end - s.begin, outputs, count);
   }
 }
 
@@ -95,9 +102,8 @@ void TextDecoder::attention_block(int64_t layer, const std::vector<BatchEntry>& 
   const TextLayerWeights& lw = w_.layers[layer];
   const int64_t hd = config_.head_dim, nh = config_.num_heads, nkv = config_.num_kv_heads;
   const int64_t n = segments_.empty() ? 0 : segments_.back().end;
-  matmul_segments(normed_.data(), lw.q_proj, q_.data());
-  matmul_segments(normed_.data(), lw.k_proj, k_.data());
-  matmul_segments(normed_.data(), lw.v_proj, v_.data());
+  matmul_segments(normed_.data(), {{&lw.q_proj, q_.data()}, {&lw.k_proj, k_.data()},
+                                   {&lw.v_proj, v_.data()}});
   // Per-head RMSNorm on q and k, then rotary, then keys/values go into the cache.
   ops::rms_norm(q_.data(), lw.q_norm.data(), config_.rms_norm_eps, n * nh, hd, q_.data());
   ops::rms_norm(k_.data(), lw.k_norm.data(), config_.rms_norm_eps, n * nkv, hd, k_.data());
@@ -115,16 +121,15 @@ void TextDecoder::attention_block(int64_t layer, const std::vector<BatchEntry>& 
     e.cache->attend(layer, q_.data() + row * nh * hd, e.rows, shape, attn_.data() + row * nh * hd);
     row += e.rows;
   }
-  matmul_segments(attn_.data(), lw.o_proj, proj_.data());
+  matmul_segments(attn_.data(), {{&lw.o_proj, proj_.data()}});
 }
 
 void TextDecoder::mlp_block(int64_t layer, int64_t n) {
   const TextLayerWeights& lw = w_.layers[layer];
   const int64_t ff = config_.intermediate_size;
-  matmul_segments(normed_.data(), lw.gate_proj, gate_.data());
-  matmul_segments(normed_.data(), lw.up_proj, up_.data());
+  matmul_segments(normed_.data(), {{&lw.gate_proj, gate_.data()}, {&lw.up_proj, up_.data()}});
   ops::silu_mul(gate_.data(), up_.data(), n * ff, gate_.data());
-  matmul_segments(gate_.data(), lw.down_proj, proj_.data());
+  matmul_segments(gate_.data(), {{&lw.down_proj, proj_.data()}});
 }
 
 void TextDecoder::forward(const float* x, int64_t n, const int64_t* positions, KVSequence& cache,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "base/aligned_buffer.h"
@@ -86,7 +87,12 @@ class TextDecoder {
     int64_t begin, end;
   };
   void plan_segments(const std::vector<BatchEntry>& entries);
-  void matmul_segments(const float* x, const ops::PackedMatrix& w, float* y) const;
+  struct Product {
+    const ops::PackedMatrix* w;
+    float* y;  // [rows, w->rows()]
+  };
+  // y = x * w^T for every product, one call per segment.
+  void matmul_segments(const float* x, std::initializer_list<Product> products) const;
   void attention_block(int64_t layer, const std::vector<BatchEntry>& entries);
   void mlp_block(int64_t layer, int64_t n);
 

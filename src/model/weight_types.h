@@ -17,6 +17,8 @@ struct WeightTypes {
 // everywhere. "q8" / "q4": decoder projections in that type; the lm_head in q8 (its errors
 // act on every logit directly) and the vision tower in bf16 (it runs once per image, compute
 // bound, where 8-bit weights would buy little speed and cost accuracy).
-WeightTypes weight_types_for(const std::string& quant);
+// lm_head: empty for that default, else "bf16", "q8" or "q4" for the head (not with "exact").
+// Throws qvl::Error(kInvalidArgument) for other names.
+WeightTypes weight_types_for(const std::string& quant, const std::string& lm_head = "");
 
 }  // namespace qvl

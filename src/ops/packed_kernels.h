@@ -15,11 +15,8 @@ inline constexpr int64_t kScaleBytes = kRows * 2;  // fp16 scales of one block
 inline constexpr int64_t kBf16TileBytes = kRows * kCols * 2;
 inline constexpr int64_t kQ8TileBytes = kRows * kCols;
 inline constexpr int64_t kQ4TileBytes = kRows * kCols / 2;
-// How far ahead (bytes) the streaming kernels prefetch weight data.
-inline constexpr int64_t kPrefetchBytes = 1024;
 
-// A run of nb consecutive blocks of one group of 4 weight rows: its fp16 scales (kQ8/kQ4) and its
-// tiles, both starting at the run's first block (matmul splits long rows into runs for m > 1).
+// nb consecutive blocks of one group of 4 weight rows: its fp16 scales (kQ8/kQ4) and its tiles.
 struct GroupSpan {
   const uint8_t* scales;
   const uint8_t* data;
@@ -36,36 +33,45 @@ struct QuantX {
   const float* scaled_sum;  // scale * sum per block
 };
 
-// Kernels write the dot products of the span's 4 weight rows with 1, 2 or 3 rows of x to
-// out[4 * x row + weight row].
-//   bf16: x is fp32 (scalar), fp32 with each 16 columns reordered as 8 even then 8 odd (AVX2),
-//         or bf16 (AVX-512); the 3-row variants read rows x, x + x_stride, x + 2 * x_stride.
-//   q8/q4: x as QuantX; the 2-row variants read rows 0 and 1.
-using Bf16GroupKernel = void (*)(const GroupSpan& w, const void* x, float* out);
-using Bf16Group3Kernel = void (*)(const GroupSpan& w, const void* x, size_t x_stride, float* out);
-using QuantGroupKernel = void (*)(const GroupSpan& w, const QuantX& x, float* out);
-// Two groups (8 weight rows) against one x row, sharing the x work: out[4 * group + row].
-using QuantGroupPairKernel = void (*)(const GroupSpan& w0, const GroupSpan& w1, const QuantX& x,
-                                      float* out);
-
+// The scalar kernels (the oracle): dot products of the span's 4 weight rows with one row of x,
+// written to out[weight row]. bf16: x is fp32. q8/q4: x as QuantX.
 void bf16_group_scalar(const GroupSpan& w, const void* x, float* out);
 void q8_group_scalar(const GroupSpan& w, const QuantX& x, float* out);
 void q4_group_scalar(const GroupSpan& w, const QuantX& x, float* out);
 
-void bf16_group_avx2(const GroupSpan& w, const void* x, float* out);
-void bf16_group3_avx2(const GroupSpan& w, const void* x, size_t x_stride, float* out);
-void q8_group_avx2(const GroupSpan& w, const QuantX& x, float* out);
-void q4_group_avx2(const GroupSpan& w, const QuantX& x, float* out);
-void q8_group2_avx2(const GroupSpan& w, const QuantX& x, float* out);
-void q4_group2_avx2(const GroupSpan& w, const QuantX& x, float* out);
-void q4_group_pair_avx2(const GroupSpan& w0, const GroupSpan& w1, const QuantX& x, float* out);
+// Whole-row kernels of the GEMV and small batches (m < kGemmMinRows). A run is `count`
+// consecutive groups of one matrix, all nb blocks of each: group g starts at
+// first + g * group_bytes (its scale_bytes of fp16 scales, then its tiles). A kernel multiplies
+// the run by nx rows of x and writes out[(i * count + g) * 4 + r] (x row i, group g, weight row r).
+// Allowed shapes: count in [1, kMaxRunGroups] with nx == 1 (the GEMV: several groups share each x
+// block), or count == 1 with nx in [1, kMaxRunXRows] (small batches: each tile is unpacked once for
+// all rows). Every (x row, group) pair gets the same arithmetic in the same order whatever count
+// and nx are, so a row's result does not depend on how many other rows share the call (batch
+// invariance below the GEMM).
+//   bf16: x rows at x + i * x_stride: fp32 (scalar), fp32 with each 16 columns reordered as 8 even
+//         then 8 odd (AVX2), or bf16 (AVX-512). q8/q4: x as QuantX, rows i.
+inline constexpr int kMaxRunGroups = 4;
+inline constexpr int kMaxRunXRows = 3;
+struct GroupRun {
+  const uint8_t* first;
+  int64_t group_bytes;
+  int64_t scale_bytes;
+  int64_t nb;
+  int count;
+};
+using Bf16RunKernel = void (*)(const GroupRun& w, const void* x, size_t x_stride, int nx,
+                               float* out);
+using QuantRunKernel = void (*)(const GroupRun& w, const QuantX& x, int nx, float* out);
 
-void bf16_group_avx512(const GroupSpan& w, const void* x, float* out);
-void bf16_group3_avx512(const GroupSpan& w, const void* x, size_t x_stride, float* out);
-void q8_group_avx512(const GroupSpan& w, const QuantX& x, float* out);
-void q8_group2_avx512(const GroupSpan& w, const QuantX& x, float* out);
-void q4_group_avx512(const GroupSpan& w, const QuantX& x, float* out);
-void q4_group2_avx512(const GroupSpan& w, const QuantX& x, float* out);
+void bf16_run_scalar(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out);
+void q8_run_scalar(const GroupRun& w, const QuantX& x, int nx, float* out);
+void q4_run_scalar(const GroupRun& w, const QuantX& x, int nx, float* out);
+void bf16_run_avx2(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out);
+void q8_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out);
+void q4_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out);
+void bf16_run_avx512(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out);
+void q8_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out);
+void q4_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out);
 
 // Quantizes one activation row of k = nb * 32 values per block of 32: scale = absmax / 127,
 // q = round-to-nearest-even(x * (127 / absmax)) in [-127, 127], sum = sum of q. The AVX2 variant

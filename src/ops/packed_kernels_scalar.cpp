@@ -99,4 +99,41 @@ void q4_group_scalar(const GroupSpan& w, const QuantX& x, float* out) {
   for (int64_t r = 0; r < kRows; ++r) out[r] = acc[r];
 }
 
+// Whole-row runs on the scalar kernels: every (x row, group) pair on its own.
+namespace {
+GroupSpan whole_group(const GroupRun& w, int g) {
+  const uint8_t* group = w.first + g * w.group_bytes;
+  return {group, group + w.scale_bytes, w.nb};
+}
+QuantX quant_row(const QuantX& x, int i) {
+  const int64_t b = i * x.stride_blocks;
+  return {x.q + b * kCols, x.scale + b, x.sum + b, x.stride_blocks, x.scaled_sum + b};
+}
+}  // namespace
+
+void bf16_run_scalar(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out) {
+  for (int i = 0; i < nx; ++i) {
+    for (int g = 0; g < w.count; ++g) {
+      bf16_group_scalar(whole_group(w, g), static_cast<const uint8_t*>(x) + i * x_stride,
+                        out + (i * w.count + g) * kRows);
+    }
+  }
+}
+
+void q8_run_scalar(const GroupRun& w, const QuantX& x, int nx, float* out) {
+  for (int i = 0; i < nx; ++i) {
+    for (int g = 0; g < w.count; ++g) {
+      q8_group_scalar(whole_group(w, g), quant_row(x, i), out + (i * w.count + g) * kRows);
+    }
+  }
+}
+
+void q4_run_scalar(const GroupRun& w, const QuantX& x, int nx, float* out) {
+  for (int i = 0; i < nx; ++i) {
+    for (int g = 0; g < w.count; ++g) {
+      q4_group_scalar(whole_group(w, g), quant_row(x, i), out + (i * w.count + g) * kRows);
+    }
+  }
+}
+
 }  // namespace qvl::ops::kernels

@@ -31,10 +31,12 @@
 // besides the weight error, each output carries at most sum over blocks of
 // sum|w| * absmax(x) / 254 of activation rounding.
 //
-// Kernels: m == 1 streams each group once with software prefetch; 1 < m < 16 walks groups x
-// 512-column spans x blocks of rows of x, unpacking a tile once for 2 (q8/q4) or 3 (bf16) rows;
-// m >= 16 uses the GEMM (6 weight rows x 16 x rows register tile, see packed_gemm_avx2.cpp). The
-// first use of each SIMD level is checked against the scalar kernels (see best_isa).
+// Kernels (packed_gemv.cpp): m == 1 streams up to 4 groups at once, whole rows, sharing each x
+// block; 1 < m < 16 takes each group's whole row against up to 3 rows of x at once, unpacking a
+// tile once for all of them. Both do the same arithmetic per (x row, group), so a row's result
+// does not depend on the batch below 16 rows (bit for bit). m >= 16 uses the GEMM (6 weight rows x
+// 16 x rows register tile, see packed_gemm_avx2.cpp). The first use of each SIMD level is checked
+// against the scalar kernels (see best_isa).
 #pragma once
 
 #include <cstddef>
@@ -104,6 +106,17 @@ class PackedMatrix {
 // per block of x rows and reused for all of them (m == 1 is a streaming GEMV). Threads via
 // ThreadPool::global().
 void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias, float* y);
+
+// Several matrices applied to the same x: y = x * W^T (+ bias) for each output, bit-identical to
+// separate matmul calls. Decode and small batches (m < 16) of matrices with the same type and
+// cols run in one parallel region (one pool dispatch instead of one per matrix) with x prepared
+// once; anything else runs as separate calls.
+struct MatmulOutput {
+  const PackedMatrix* w;
+  const float* bias;  // may be null
+  float* y;           // [m, w->rows()]
+};
+void matmul_multi(const float* x, int64_t m, const MatmulOutput* outputs, size_t count);
 
 // Dispatch control for tests/benchmarks: which ISA level matmul uses (default: best available).
 enum class IsaLevel { kScalar, kAvx2, kAvx512 };

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "engine/loaded_model.h"
 #include "engine/model_quantizer.h"
 #include "qvl/engine.h"
 
@@ -90,6 +91,22 @@ TEST(PackedModel, OtherQuantThanStoredIsAClearError) {
       EXPECT_NE(msg.find("pre-packed as q4"), std::string::npos) << msg;
     }
   }
+}
+
+TEST(PackedModel, OtherLmHeadThanStoredIsAClearError) {
+  const std::string file = temp_path("tiny-q8-head.qvl");
+  quantize_model_folder(kTiny, "q4", file);  // the head is stored as q8
+  EXPECT_NO_THROW(load_model(file, "", "q8"));
+  try {
+    load_model(file, "", "q4");
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("q8 lm_head"), std::string::npos) << msg;
+  }
+  // A folder takes any head type.
+  EXPECT_EQ(load_model(kTiny, "q4", "q4")->text_weights.lm_head.type(), ops::QuantType::kQ4);
 }
 
 TEST(PackedModel, QuantizeRejectsBadInput) {

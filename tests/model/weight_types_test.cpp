@@ -1,0 +1,44 @@
+// Weight types per --quant and the lm_head override.
+#include "model/weight_types.h"
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+
+namespace qvl {
+namespace {
+
+using ops::QuantType;
+
+TEST(WeightTypes, HeadDefaultsToQ8ForQuantizedDecoders) {
+  for (const char* quant : {"q8", "q4"}) {
+    const WeightTypes t = weight_types_for(quant);
+    EXPECT_EQ(t.lm_head, QuantType::kQ8) << quant;
+    EXPECT_EQ(t.vision, QuantType::kBF16) << quant;
+  }
+  EXPECT_EQ(weight_types_for("bf16").lm_head, QuantType::kBF16);
+  EXPECT_EQ(weight_types_for("exact").lm_head, QuantType::kExact);
+}
+
+TEST(WeightTypes, LmHeadOverrideChangesOnlyTheHead) {
+  const WeightTypes t = weight_types_for("q4", "q4");
+  EXPECT_EQ(t.lm_head, QuantType::kQ4);
+  EXPECT_EQ(t.text, QuantType::kQ4);
+  EXPECT_EQ(t.vision, QuantType::kBF16);
+  EXPECT_EQ(weight_types_for("q8", "bf16").lm_head, QuantType::kBF16);
+  EXPECT_EQ(weight_types_for("q8", "").lm_head, QuantType::kQ8);
+}
+
+TEST(WeightTypes, LmHeadOverrideRejectsExact) {
+  for (const auto& [quant, head] : {std::pair{"exact", "q4"}, std::pair{"q8", "exact"}}) {
+    try {
+      weight_types_for(quant, head);
+      FAIL() << quant << " with head " << head;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qvl
