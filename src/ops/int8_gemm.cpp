@@ -1,0 +1,268 @@
+// The int8 GEMM driver (see int8_gemm.h): x quantization, weight repacking, blocking, threads.
+//
+// Per thread, a block of kInt8RowBlock weight rows is taken kInt8Depth columns at a time; that
+// chunk is repacked once (int8_gemm_kernels.h) and multiplied with every row of x, so repacking
+// costs O(n * k) per call against O(m * n * k) multiply-adds. The fp32 results of the row block
+// (m x 64 floats) stay in a per-thread buffer across chunks and go to y once, with the bias.
+#include "ops/int8_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "base/error.h"
+#include "base/half.h"
+#include "base/thread_pool.h"
+#include "ops/int8_gemm_kernels.h"
+#include "ops/packed_kernels.h"
+
+namespace qvl::ops {
+namespace {
+
+using kernels::kCols;
+using kernels::kInt8Depth;
+using kernels::kInt8RowBlock;
+using kernels::kRows;
+using kernels::kScaleBytes;
+
+kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
+  const bool q8 = type == QuantType::kQ8;
+  switch (kernel) {
+    case Int8GemmKernel::kAvx2:
+      return {q8 ? kernels::int8_tile_q8_avx2 : kernels::int8_tile_q4_avx2, 16,
+              kernels::kInt8Avx2XRows, false};
+    case Int8GemmKernel::kAvxVnni:
+      return {q8 ? kernels::int8_tile_q8_avxvnni : kernels::int8_tile_q4_avxvnni, 16,
+              kernels::kInt8Avx2XRows, q8};
+    case Int8GemmKernel::kAvx512Vnni:
+      return {q8 ? kernels::int8_tile_q8_avx512 : kernels::int8_tile_q4_avx512, 32,
+              kernels::kInt8Avx512XRows, q8};
+  }
+  fail(ErrorCode::kInternal, "unknown int8 GEMM kernel");
+}
+
+// Where row r of a packed q8/q4 matrix keeps block b: its fp16 scale and its weights.
+struct PackedRows {
+  const uint8_t* bytes;
+  int64_t group_bytes, scale_bytes, tile_bytes, row_bytes;
+
+  PackedRows(const PackedMatrix& w, int64_t nb)
+      : bytes(static_cast<const uint8_t*>(w.bytes())),
+        group_bytes(static_cast<int64_t>(packed_size_bytes(w.type(), kRows, w.cols()))),
+        scale_bytes(nb * kScaleBytes),
+        tile_bytes(w.type() == QuantType::kQ8 ? kernels::kQ8TileBytes : kernels::kQ4TileBytes),
+        row_bytes(tile_bytes / kRows) {}
+  float scale(int64_t r, int64_t b) const {
+    const uint8_t* s = bytes + (r / kRows) * group_bytes + b * kScaleBytes + (r % kRows) * 2;
+    return f16_to_f32(static_cast<uint16_t>(s[0] | (s[1] << 8)));
+  }
+  const uint8_t* data(int64_t r, int64_t b) const {
+    return bytes + (r / kRows) * group_bytes + scale_bytes + b * tile_bytes +
+           (r % kRows) * row_bytes;
+  }
+};
+
+// Columns of block b of row r as q8 int8 or q4 nibbles (q + 8), in column order.
+void unpack_block(const PackedRows& p, bool q8, int64_t r, int64_t b, uint8_t* out) {
+  const uint8_t* src = p.data(r, b);
+  if (q8) {
+    std::memcpy(out, src, kCols);
+    return;
+  }
+  for (int64_t j = 0; j < kCols / 2; ++j) {
+    out[j] = src[j] & 0x0f;
+    out[j + kCols / 2] = src[j] >> 4;
+  }
+}
+
+// Repacks weight rows [r0, r0 + rows) x blocks [b0, b0 + nbc) into strips of nr rows (see
+// int8_gemm_kernels.h); rows past `rows` are zero.
+void repack_chunk(const PackedRows& p, bool q8, int64_t r0, int64_t rows, int64_t b0, int64_t nbc,
+                  int64_t nr, uint8_t* panel) {
+  const int64_t block_bytes = kernels::int8_strip_block_bytes(nr);
+  const int64_t strips = (rows + nr - 1) / nr;
+  for (int64_t s = 0; s < strips; ++s) {
+    for (int64_t b = 0; b < nbc; ++b) {
+      uint8_t* dst = panel + (s * nbc + b) * block_bytes;
+      auto* scales = reinterpret_cast<float*>(dst + 32 * nr);
+      auto* sums = reinterpret_cast<int32_t*>(dst + 36 * nr);
+      for (int64_t rr = 0; rr < nr; ++rr) {
+        const int64_t r = s * nr + rr;
+        alignas(32) uint8_t col[kCols];
+        if (r < rows) {
+          unpack_block(p, q8, r0 + r, b0 + b, col);
+          scales[rr] = p.scale(r0 + r, b0 + b);
+        } else {
+          std::memset(col, q8 ? 0 : 8, kCols);  // q = 0 either way
+          scales[rr] = 0.0f;
+        }
+        int32_t sum = 0;
+        for (int64_t j = 0; j < kCols; ++j) sum += static_cast<int8_t>(col[j]);
+        sums[rr] = q8 ? 128 * sum : 0;
+        for (int64_t quad = 0; quad < kCols / 4; ++quad) {
+          std::memcpy(dst + (quad * nr + rr) * 4, col + quad * 4, 4);
+        }
+      }
+    }
+  }
+}
+
+// x quantized for the kernels: int8 q, q + 128 or |q|, block scales and sums.
+struct QuantizedX {
+  AlignedBuffer<int8_t> q;
+  AlignedBuffer<uint8_t> u;
+  AlignedBuffer<float> scale;
+  AlignedBuffer<int32_t> sum;
+};
+thread_local QuantizedX t_x;
+
+struct ThreadBuffers {
+  AlignedBuffer<uint8_t> panel;
+  AlignedBuffer<float> c;
+};
+thread_local ThreadBuffers t_buffers;
+
+void quantize_x(const float* x, int64_t m, int64_t k, bool offset) {
+  const int64_t nb = k / kCols;
+  t_x.q.resize(static_cast<size_t>(m * k));
+  t_x.u.resize(static_cast<size_t>(m * k));
+  t_x.scale.resize(static_cast<size_t>(m * nb));
+  t_x.sum.resize(static_cast<size_t>(m * nb));
+  int8_t* q = t_x.q.data();
+  uint8_t* u = t_x.u.data();
+  float* scale = t_x.scale.data();
+  int32_t* sum = t_x.sum.data();
+  ThreadPool::global().parallel_for(static_cast<size_t>(m), [&](size_t i0, size_t i1) {
+    for (auto i = static_cast<int64_t>(i0); i < static_cast<int64_t>(i1); ++i) {
+      kernels::quantize_row_avx2(x + i * k, nb, q + i * k, scale + i * nb, sum + i * nb);
+      const int8_t* qi = q + i * k;
+      uint8_t* ui = u + i * k;
+      for (int64_t j = 0; j < k; ++j) {
+        ui[j] = offset ? static_cast<uint8_t>(qi[j] + 128)
+                       : static_cast<uint8_t>(qi[j] < 0 ? -qi[j] : qi[j]);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+const char* int8_gemm_kernel_name(Int8GemmKernel kernel) {
+  switch (kernel) {
+    case Int8GemmKernel::kAvx2:
+      return "avx2";
+    case Int8GemmKernel::kAvxVnni:
+      return "avx-vnni";
+    case Int8GemmKernel::kAvx512Vnni:
+      return "avx512-vnni";
+  }
+  return "?";
+}
+
+bool cpu_has_avx_vnni() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return cpu_isa() != IsaLevel::kScalar && __builtin_cpu_supports("avxvnni");
+  }();
+  return has;
+}
+
+bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
+  switch (kernel) {
+    case Int8GemmKernel::kAvx2:
+      return cpu_isa() != IsaLevel::kScalar;
+    case Int8GemmKernel::kAvxVnni:
+      return cpu_has_avx_vnni();
+    case Int8GemmKernel::kAvx512Vnni:
+      return cpu_isa() == IsaLevel::kAvx512;
+  }
+  return false;
+}
+
+void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMatrix& w,
+               const float* bias, float* y) {
+  QVL_CHECK(w.type() == QuantType::kQ8 || w.type() == QuantType::kQ4);
+  QVL_CHECK(cpu_runs_int8_gemm_kernel(kernel));
+  const kernels::Int8KernelInfo info = kernel_info(kernel, w.type());
+  const bool q8 = w.type() == QuantType::kQ8;
+  const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
+  quantize_x(x, m, k, info.x_offset);
+  const PackedRows packed(w, nb);
+  const int64_t row_blocks = (n + kInt8RowBlock - 1) / kInt8RowBlock;
+  const int64_t block_bytes = kernels::int8_strip_block_bytes(info.strip_rows);
+  const int64_t depth_blocks = kInt8Depth / kCols;
+  // The calling thread's quantized x (t_x of a pool thread is another buffer).
+  const int8_t* const xq = t_x.q.data();
+  const uint8_t* const xu = t_x.u.data();
+  const float* const xscale = t_x.scale.data();
+  const int32_t* const xsum = t_x.sum.data();
+
+  ThreadPool::global().parallel_for(static_cast<size_t>(row_blocks), [&](size_t rb0, size_t rb1) {
+    ThreadBuffers& buf = t_buffers;
+    buf.panel.resize(
+        static_cast<size_t>(kInt8RowBlock / info.strip_rows * depth_blocks * block_bytes));
+    buf.c.resize(static_cast<size_t>(m * kInt8RowBlock));
+    for (auto rb = static_cast<int64_t>(rb0); rb < static_cast<int64_t>(rb1); ++rb) {
+      const int64_t r0 = rb * kInt8RowBlock, rows = std::min(kInt8RowBlock, n - r0);
+      const int64_t strips = (rows + info.strip_rows - 1) / info.strip_rows;
+      std::fill(buf.c.data(), buf.c.data() + m * kInt8RowBlock, 0.0f);
+      for (int64_t b0 = 0; b0 < nb; b0 += depth_blocks) {
+        const int64_t nbc = std::min(depth_blocks, nb - b0);
+        repack_chunk(packed, q8, r0, rows, b0, nbc, info.strip_rows, buf.panel.data());
+        for (int64_t i0 = 0; i0 < m; i0 += info.x_rows) {
+          kernels::Int8Tile t{};
+          t.nblocks = nbc;
+          t.xq = xq + i0 * k + b0 * kCols;
+          t.xu = xu + i0 * k + b0 * kCols;
+          t.xscale = xscale + i0 * nb + b0;
+          t.xsum = xsum + i0 * nb + b0;
+          t.ldx = k;
+          t.ldxs = nb;
+          t.rows = std::min(info.x_rows, m - i0);
+          t.ldc = kInt8RowBlock;
+          for (int64_t s = 0; s < strips; ++s) {
+            t.strip = buf.panel.data() + s * nbc * block_bytes;
+            t.c = buf.c.data() + i0 * kInt8RowBlock + s * info.strip_rows;
+            info.tile(t);
+          }
+        }
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        const float* ci = buf.c.data() + i * kInt8RowBlock;
+        float* yi = y + i * n + r0;
+        for (int64_t r = 0; r < rows; ++r) yi[r] = ci[r] + (bias ? bias[r0 + r] : 0.0f);
+      }
+    }
+  });
+}
+
+void int8_gemm_reference(const float* x, int64_t m, const PackedMatrix& w, const float* bias,
+                         float* y) {
+  QVL_CHECK(w.type() == QuantType::kQ8 || w.type() == QuantType::kQ4);
+  const bool q8 = w.type() == QuantType::kQ8;
+  const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
+  const PackedRows packed(w, nb);
+  std::vector<int8_t> q(static_cast<size_t>(k));
+  std::vector<float> scale(static_cast<size_t>(nb));
+  std::vector<int32_t> sum(static_cast<size_t>(nb));
+  for (int64_t i = 0; i < m; ++i) {
+    kernels::quantize_row_scalar(x + i * k, nb, q.data(), scale.data(), sum.data());
+    for (int64_t r = 0; r < n; ++r) {
+      float acc = 0;
+      for (int64_t b = 0; b < nb; ++b) {
+        uint8_t col[kCols];
+        unpack_block(packed, q8, r, b, col);
+        int32_t dot = 0;
+        for (int64_t j = 0; j < kCols; ++j) {
+          const int32_t wq = q8 ? static_cast<int8_t>(col[j]) : col[j] - 8;
+          dot += wq * q[static_cast<size_t>(b * kCols + j)];
+        }
+        acc += static_cast<float>(dot) * (packed.scale(r, b) * scale[static_cast<size_t>(b)]);
+      }
+      y[i * n + r] = acc + (bias ? bias[r] : 0.0f);
+    }
+  }
+}
+
+}  // namespace qvl::ops
