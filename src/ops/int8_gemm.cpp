@@ -1,7 +1,8 @@
 // The int8 GEMM driver (see int8_gemm.h): x quantization, weight repacking, blocking, threads.
 //
 // Per thread, a block of kInt8RowBlock weight rows is taken kInt8Depth columns at a time; that
-// chunk is repacked once (int8_gemm_kernels.h) and multiplied with every row of x, so repacking
+// chunk is repacked once (int8_gemm_kernels.h, int8_gemm_repack_avx2.cpp) and multiplied with
+// every row of x, so repacking
 // costs O(n * k) per call against O(m * n * k) multiply-adds. The fp32 results of the row block
 // (m x 64 floats) stay in a per-thread buffer across chunks and go to y once, with the bias.
 #include "ops/int8_gemm.h"
@@ -76,39 +77,10 @@ void unpack_block(const PackedRows& p, bool q8, int64_t r, int64_t b, uint8_t* o
   }
 }
 
-// Repacks weight rows [r0, r0 + rows) x blocks [b0, b0 + nbc) into strips of nr rows (see
-// int8_gemm_kernels.h); rows past `rows` are zero.
-void repack_chunk(const PackedRows& p, bool q8, int64_t r0, int64_t rows, int64_t b0, int64_t nbc,
-                  int64_t nr, uint8_t* panel) {
-  const int64_t block_bytes = kernels::int8_strip_block_bytes(nr);
-  const int64_t strips = (rows + nr - 1) / nr;
-  for (int64_t s = 0; s < strips; ++s) {
-    for (int64_t b = 0; b < nbc; ++b) {
-      uint8_t* dst = panel + (s * nbc + b) * block_bytes;
-      auto* scales = reinterpret_cast<float*>(dst + 32 * nr);
-      auto* sums = reinterpret_cast<int32_t*>(dst + 36 * nr);
-      for (int64_t rr = 0; rr < nr; ++rr) {
-        const int64_t r = s * nr + rr;
-        alignas(32) uint8_t col[kCols];
-        if (r < rows) {
-          unpack_block(p, q8, r0 + r, b0 + b, col);
-          scales[rr] = p.scale(r0 + r, b0 + b);
-        } else {
-          std::memset(col, q8 ? 0 : 8, kCols);  // q = 0 either way
-          scales[rr] = 0.0f;
-        }
-        int32_t sum = 0;
-        for (int64_t j = 0; j < kCols; ++j) sum += static_cast<int8_t>(col[j]);
-        sums[rr] = q8 ? 128 * sum : 0;
-        for (int64_t quad = 0; quad < kCols / 4; ++quad) {
-          std::memcpy(dst + (quad * nr + rr) * 4, col + quad * 4, 4);
-        }
-      }
-    }
-  }
-}
-
-// x quantized for the kernels: int8 q, q + 128 or |q|, block scales and sums.
+// x quantized for the kernels: int8 q, q + 128 (offset kernels only), block scales and sums, in
+// chunks of kInt8Depth columns: chunk c holds every row's columns [256c, 256c + width) at
+// c * 256 * m + i * width (scales and sums at c * 8 * m + i * blocks), so the kernels stream each
+// chunk of x as one contiguous range.
 struct QuantizedX {
   AlignedBuffer<int8_t> q;
   AlignedBuffer<uint8_t> u;
@@ -126,7 +98,7 @@ thread_local ThreadBuffers t_buffers;
 void quantize_x(const float* x, int64_t m, int64_t k, bool offset) {
   const int64_t nb = k / kCols;
   t_x.q.resize(static_cast<size_t>(m * k));
-  t_x.u.resize(static_cast<size_t>(m * k));
+  t_x.u.resize(offset ? static_cast<size_t>(m * k) : 0);
   t_x.scale.resize(static_cast<size_t>(m * nb));
   t_x.sum.resize(static_cast<size_t>(m * nb));
   int8_t* q = t_x.q.data();
@@ -135,12 +107,13 @@ void quantize_x(const float* x, int64_t m, int64_t k, bool offset) {
   int32_t* sum = t_x.sum.data();
   ThreadPool::global().parallel_for(static_cast<size_t>(m), [&](size_t i0, size_t i1) {
     for (auto i = static_cast<int64_t>(i0); i < static_cast<int64_t>(i1); ++i) {
-      kernels::quantize_row_avx2(x + i * k, nb, q + i * k, scale + i * nb, sum + i * nb);
-      const int8_t* qi = q + i * k;
-      uint8_t* ui = u + i * k;
-      for (int64_t j = 0; j < k; ++j) {
-        ui[j] = offset ? static_cast<uint8_t>(qi[j] + 128)
-                       : static_cast<uint8_t>(qi[j] < 0 ? -qi[j] : qi[j]);
+      for (int64_t c0 = 0; c0 < k; c0 += kInt8Depth) {
+        const int64_t width = std::min(kInt8Depth, k - c0), at = c0 * m + i * width;
+        const int64_t blocks = width / kCols, block_at = c0 / kCols * m + i * blocks;
+        kernels::quantize_row_avx2(x + i * k + c0, blocks, q + at, scale + block_at,
+                                   sum + block_at);
+        if (!offset) continue;
+        for (int64_t j = 0; j < width; ++j) u[at + j] = static_cast<uint8_t>(q[at + j] + 128);
       }
     }
   });
@@ -189,12 +162,14 @@ void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMat
   const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
   quantize_x(x, m, k, info.x_offset);
   const PackedRows packed(w, nb);
+  const kernels::Int8RepackSource source{packed.bytes, packed.group_bytes, packed.scale_bytes,
+                                         (n + kRows - 1) / kRows, q8};
   const int64_t row_blocks = (n + kInt8RowBlock - 1) / kInt8RowBlock;
   const int64_t block_bytes = kernels::int8_strip_block_bytes(info.strip_rows);
   const int64_t depth_blocks = kInt8Depth / kCols;
   // The calling thread's quantized x (t_x of a pool thread is another buffer).
   const int8_t* const xq = t_x.q.data();
-  const uint8_t* const xu = t_x.u.data();
+  const uint8_t* const xu = info.x_offset ? t_x.u.data() : nullptr;
   const float* const xscale = t_x.scale.data();
   const int32_t* const xsum = t_x.sum.data();
 
@@ -209,16 +184,18 @@ void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMat
       std::fill(buf.c.data(), buf.c.data() + m * kInt8RowBlock, 0.0f);
       for (int64_t b0 = 0; b0 < nb; b0 += depth_blocks) {
         const int64_t nbc = std::min(depth_blocks, nb - b0);
-        repack_chunk(packed, q8, r0, rows, b0, nbc, info.strip_rows, buf.panel.data());
+        kernels::int8_repack_avx2(source, r0 / kRows, strips, info.strip_rows, b0, nbc,
+                                  buf.panel.data());
         for (int64_t i0 = 0; i0 < m; i0 += info.x_rows) {
           kernels::Int8Tile t{};
           t.nblocks = nbc;
-          t.xq = xq + i0 * k + b0 * kCols;
-          t.xu = xu + i0 * k + b0 * kCols;
-          t.xscale = xscale + i0 * nb + b0;
-          t.xsum = xsum + i0 * nb + b0;
-          t.ldx = k;
-          t.ldxs = nb;
+          const int64_t width = nbc * kCols;
+          t.xq = xq + b0 * kCols * m + i0 * width;
+          t.xu = xu == nullptr ? nullptr : xu + b0 * kCols * m + i0 * width;
+          t.xscale = xscale + b0 * m + i0 * nbc;
+          t.xsum = xsum + b0 * m + i0 * nbc;
+          t.ldx = width;
+          t.ldxs = nbc;
           t.rows = std::min(info.x_rows, m - i0);
           t.ldc = kInt8RowBlock;
           for (int64_t s = 0; s < strips; ++s) {

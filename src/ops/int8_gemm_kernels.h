@@ -30,7 +30,7 @@ struct Int8Tile {
   const uint8_t* strip;  // the strip's first block in this chunk
   int64_t nblocks;
   const int8_t* xq;     // x row i, chunk start: xq + i * ldx (int8 q, see quantize_row_scalar)
-  const uint8_t* xu;    // the same bytes as q + 128 (offset kernels) or |q| (sign kernels)
+  const uint8_t* xu;    // the same bytes as q + 128 (offset kernels only)
   const float* xscale;  // x row i, block b of the chunk: xscale[i * ldxs + b]
   const int32_t* xsum;  // sum of the block's q, same indexing as xscale
   int64_t ldx, ldxs;
@@ -40,7 +40,7 @@ struct Int8Tile {
 };
 using Int8TileKernel = void (*)(const Int8Tile& t);
 
-// xu holds q + 128 (true) or |q| (false).
+// x_offset: the kernel reads xu (q + 128).
 struct Int8KernelInfo {
   Int8TileKernel tile;
   int64_t strip_rows;
@@ -57,6 +57,18 @@ void int8_tile_q8_avxvnni(const Int8Tile& t);
 void int8_tile_q4_avxvnni(const Int8Tile& t);
 void int8_tile_q8_avx512(const Int8Tile& t);
 void int8_tile_q4_avx512(const Int8Tile& t);
+
+// Stored q8/q4 groups (see packed_matrix.h) the strips are made from.
+struct Int8RepackSource {
+  const uint8_t* groups;
+  int64_t group_bytes, scale_bytes;
+  int64_t groups_total;  // groups past it are repacked as zero rows
+  bool q8;
+};
+// Repacks `strips` strips of nr rows starting at group g0 (row 4 * g0), blocks [b0, b0 + nbc),
+// into panel (strip s at s * nbc * int8_strip_block_bytes(nr)). Sums are written for q8 only.
+void int8_repack_avx2(const Int8RepackSource& src, int64_t g0, int64_t strips, int64_t nr,
+                      int64_t b0, int64_t nbc, uint8_t* panel);
 
 inline constexpr int64_t kInt8Avx2XRows = 4;
 inline constexpr int64_t kInt8Avx512XRows = 6;
