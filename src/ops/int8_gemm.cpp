@@ -1,10 +1,11 @@
 // The int8 GEMM driver (see int8_gemm.h): x quantization, weight repacking, blocking, threads.
 //
-// Per thread, a block of kInt8RowBlock weight rows is taken kInt8Depth columns at a time; that
-// chunk is repacked once (int8_gemm_kernels.h, int8_gemm_repack_avx2.cpp) and multiplied with
-// every row of x, so repacking
-// costs O(n * k) per call against O(m * n * k) multiply-adds. The fp32 results of the row block
-// (m x 64 floats) stay in a per-thread buffer across chunks and go to y once, with the bias.
+// Per thread, a block of kInt8RowBlock weight rows is repacked once for the whole depth
+// (int8_gemm_kernels.h, int8_gemm_repack_avx2.cpp; ~1.25 bytes per weight) and multiplied with
+// every row of x, so repacking costs O(n * k) per call against O(m * n * k) multiply-adds. x is
+// taken kInt8XBlock rows x kInt8Depth columns at a time, so that the x chunk and the fp32 results
+// of those rows (kInt8XBlock x 64 floats, kept across chunks, written to y once with the bias)
+// stay in L2 whatever m is.
 #include "ops/int8_gemm.h"
 
 #include <algorithm>
@@ -24,6 +25,7 @@ namespace {
 using kernels::kCols;
 using kernels::kInt8Depth;
 using kernels::kInt8RowBlock;
+using kernels::kInt8XBlock;
 using kernels::kRows;
 using kernels::kScaleBytes;
 
@@ -175,40 +177,42 @@ void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMat
 
   ThreadPool::global().parallel_for(static_cast<size_t>(row_blocks), [&](size_t rb0, size_t rb1) {
     ThreadBuffers& buf = t_buffers;
-    buf.panel.resize(
-        static_cast<size_t>(kInt8RowBlock / info.strip_rows * depth_blocks * block_bytes));
-    buf.c.resize(static_cast<size_t>(m * kInt8RowBlock));
+    const int64_t strip_bytes = nb * block_bytes;
+    buf.panel.resize(static_cast<size_t>(kInt8RowBlock / info.strip_rows * strip_bytes));
+    buf.c.resize(static_cast<size_t>(std::min(m, kInt8XBlock) * kInt8RowBlock));
     for (auto rb = static_cast<int64_t>(rb0); rb < static_cast<int64_t>(rb1); ++rb) {
       const int64_t r0 = rb * kInt8RowBlock, rows = std::min(kInt8RowBlock, n - r0);
       const int64_t strips = (rows + info.strip_rows - 1) / info.strip_rows;
-      std::fill(buf.c.data(), buf.c.data() + m * kInt8RowBlock, 0.0f);
-      for (int64_t b0 = 0; b0 < nb; b0 += depth_blocks) {
-        const int64_t nbc = std::min(depth_blocks, nb - b0);
-        kernels::int8_repack_avx2(source, r0 / kRows, strips, info.strip_rows, b0, nbc,
-                                  buf.panel.data());
-        for (int64_t i0 = 0; i0 < m; i0 += info.x_rows) {
-          kernels::Int8Tile t{};
-          t.nblocks = nbc;
-          const int64_t width = nbc * kCols;
-          t.xq = xq + b0 * kCols * m + i0 * width;
-          t.xu = xu == nullptr ? nullptr : xu + b0 * kCols * m + i0 * width;
-          t.xscale = xscale + b0 * m + i0 * nbc;
-          t.xsum = xsum + b0 * m + i0 * nbc;
-          t.ldx = width;
-          t.ldxs = nbc;
-          t.rows = std::min(info.x_rows, m - i0);
-          t.ldc = kInt8RowBlock;
-          for (int64_t s = 0; s < strips; ++s) {
-            t.strip = buf.panel.data() + s * nbc * block_bytes;
-            t.c = buf.c.data() + i0 * kInt8RowBlock + s * info.strip_rows;
-            info.tile(t);
+      kernels::int8_repack_avx2(source, r0 / kRows, strips, info.strip_rows, 0, nb,
+                                buf.panel.data());
+      for (int64_t m0 = 0; m0 < m; m0 += kInt8XBlock) {
+        const int64_t m1 = std::min(m, m0 + kInt8XBlock);
+        std::fill(buf.c.data(), buf.c.data() + (m1 - m0) * kInt8RowBlock, 0.0f);
+        for (int64_t b0 = 0; b0 < nb; b0 += depth_blocks) {
+          const int64_t nbc = std::min(depth_blocks, nb - b0), width = nbc * kCols;
+          for (int64_t i0 = m0; i0 < m1; i0 += info.x_rows) {
+            kernels::Int8Tile t{};
+            t.nblocks = nbc;
+            t.xq = xq + b0 * kCols * m + i0 * width;
+            t.xu = xu == nullptr ? nullptr : xu + b0 * kCols * m + i0 * width;
+            t.xscale = xscale + b0 * m + i0 * nbc;
+            t.xsum = xsum + b0 * m + i0 * nbc;
+            t.ldx = width;
+            t.ldxs = nbc;
+            t.rows = std::min(info.x_rows, m1 - i0);
+            t.ldc = kInt8RowBlock;
+            for (int64_t s = 0; s < strips; ++s) {
+              t.strip = buf.panel.data() + s * strip_bytes + b0 * block_bytes;
+              t.c = buf.c.data() + (i0 - m0) * kInt8RowBlock + s * info.strip_rows;
+              info.tile(t);
+            }
           }
         }
-      }
-      for (int64_t i = 0; i < m; ++i) {
-        const float* ci = buf.c.data() + i * kInt8RowBlock;
-        float* yi = y + i * n + r0;
-        for (int64_t r = 0; r < rows; ++r) yi[r] = ci[r] + (bias ? bias[r0 + r] : 0.0f);
+        for (int64_t i = m0; i < m1; ++i) {
+          const float* ci = buf.c.data() + (i - m0) * kInt8RowBlock;
+          float* yi = y + i * n + r0;
+          for (int64_t r = 0; r < rows; ++r) yi[r] = ci[r] + (bias ? bias[r0 + r] : 0.0f);
+        }
       }
     }
   });

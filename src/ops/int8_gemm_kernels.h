@@ -2,7 +2,7 @@
 // Plain declarations only: the per-ISA translation units are compiled for their ISA, so no inline
 // function may be shared with them (see packed_kernels.h).
 //
-// The driver repacks a chunk of weights (kInt8RowBlock rows x kInt8Depth columns) once into
+// The driver repacks a block of weights (kInt8RowBlock rows, all columns) once into
 // strips of strip_rows (NR) rows; per block of 32 columns a strip holds
 //   [8 quads][NR rows][4 bytes]  weights: 4 consecutive columns of a row in one 32-bit lane, so
 //                                 one vector load gives 8 (AVX2) or 16 (AVX-512) rows
@@ -18,7 +18,7 @@ namespace qvl::ops::kernels {
 
 inline constexpr int64_t kInt8Depth = 256;    // columns repacked and multiplied per chunk
 inline constexpr int64_t kInt8RowBlock = 64;  // weight rows per block (a multiple of every NR)
-inline constexpr int64_t kInt8StripMaxRows = 32;
+inline constexpr int64_t kInt8XBlock = 256;   // x rows per pass over a row block's depth
 
 // Bytes of one block of 32 columns of a strip of nr rows.
 constexpr int64_t int8_strip_block_bytes(int64_t nr) {

@@ -53,9 +53,9 @@ class Int8GemmKernels : public ::testing::TestWithParam<Int8GemmKernel> {
 TEST_P(Int8GemmKernels, MatchesTheScalarOracleOnEveryTail) {
   // k: one chunk of 256 with a 32-column tail, several chunks and a 96-column tail, exactly 256,
   // and a large depth; n: partial strips of 16 and 32 and a partial row block of 64, and tiny;
-  // m: exactly kGemmMinRows, and tails of the 4- and 6-row x tiles.
+  // m: exactly kGemmMinRows, tails of the 4- and 6-row x tiles, and two x blocks of 256 rows.
   const Problem problems[] = {{42, 288, 16},  {101, 1120, 70}, {64, 256, 19}, {5, 96, 23},
-                              {20, 6144, 16}, {130, 512, 33},  {16, 32, 17}};
+                              {20, 6144, 16}, {130, 512, 33},  {16, 32, 17},  {20, 320, 300}};
   for (const Problem& p : problems) {
     const auto w = random_vector(static_cast<size_t>(p.n * p.k), 60, 0.05f);
     auto x = random_vector(static_cast<size_t>(p.m * p.k), 61, 1.0f);
