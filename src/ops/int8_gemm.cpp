@@ -41,6 +41,9 @@ kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
     case Int8GemmKernel::kAvx512Vnni:
       return {q8 ? kernels::int8_tile_q8_avx512 : kernels::int8_tile_q4_avx512, 32,
               kernels::kInt8Avx512XRows, q8};
+    case Int8GemmKernel::kAvxVnniEmulated:
+      return {q8 ? kernels::int8_tile_q8_avxvnni_emulated : kernels::int8_tile_q4_avxvnni_emulated,
+              16, kernels::kInt8Avx2XRows, q8};
   }
   fail(ErrorCode::kInternal, "unknown int8 GEMM kernel");
 }
@@ -131,6 +134,8 @@ const char* int8_gemm_kernel_name(Int8GemmKernel kernel) {
       return "avx-vnni";
     case Int8GemmKernel::kAvx512Vnni:
       return "avx512-vnni";
+    case Int8GemmKernel::kAvxVnniEmulated:
+      return "avx-vnni-emulated";
   }
   return "?";
 }
@@ -146,6 +151,7 @@ bool cpu_has_avx_vnni() {
 bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
+    case Int8GemmKernel::kAvxVnniEmulated:
       return cpu_isa() != IsaLevel::kScalar;
     case Int8GemmKernel::kAvxVnni:
       return cpu_has_avx_vnni();

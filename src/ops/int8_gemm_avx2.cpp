@@ -22,6 +22,8 @@
 
 #pragma GCC target("avx2,fma,f16c")
 
+#include "ops/int8_gemm_vnni256_tile.h"
+
 namespace qvl::ops::kernels {
 namespace {
 
@@ -110,7 +112,27 @@ void tile_q4(const Int8Tile& t) {
   }
 }
 
+// vpdpbusd in AVX2, exactly: bytes widened to 16 bit (a unsigned, b signed), even and odd pairs
+// through vpmaddwd (|products| <= 255 * 128, no saturation).
+struct EmulatedVpdpbusd {
+  static __m256i apply(__m256i acc, __m256i a, __m256i b) {
+    const __m256i low8 = _mm256_set1_epi16(0x00ff);
+    const __m256i a_even = _mm256_and_si256(a, low8), a_odd = _mm256_srli_epi16(a, 8);
+    const __m256i b_even = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8);
+    const __m256i b_odd = _mm256_srai_epi16(b, 8);
+    return _mm256_add_epi32(
+        acc, _mm256_add_epi32(_mm256_madd_epi16(a_even, b_even), _mm256_madd_epi16(a_odd, b_odd)));
+  }
+};
+
 }  // namespace
+
+void int8_tile_q8_avxvnni_emulated(const Int8Tile& t) {
+  vnni256_tile_rows<EmulatedVpdpbusd, true>(t);
+}
+void int8_tile_q4_avxvnni_emulated(const Int8Tile& t) {
+  vnni256_tile_rows<EmulatedVpdpbusd, false>(t);
+}
 
 void int8_tile_q8_avx2(const Int8Tile& t) {
   switch (t.rows) {

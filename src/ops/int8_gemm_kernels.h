@@ -55,6 +55,9 @@ void int8_tile_q4_avx2(const Int8Tile& t);
 // AVX-VNNI (256-bit vpdpbusd) and AVX-512 VNNI (512-bit).
 void int8_tile_q8_avxvnni(const Int8Tile& t);
 void int8_tile_q4_avxvnni(const Int8Tile& t);
+// The AVX-VNNI kernels with vpdpbusd emulated in AVX2 (tests only: runs their code anywhere).
+void int8_tile_q8_avxvnni_emulated(const Int8Tile& t);
+void int8_tile_q4_avxvnni_emulated(const Int8Tile& t);
 void int8_tile_q8_avx512(const Int8Tile& t);
 void int8_tile_q4_avx512(const Int8Tile& t);
 

@@ -142,7 +142,8 @@ TEST_P(Int8GemmKernels, RowsMatchTheDecodeGemv) {
 
 INSTANTIATE_TEST_SUITE_P(AllKernels, Int8GemmKernels,
                          ::testing::Values(Int8GemmKernel::kAvx2, Int8GemmKernel::kAvxVnni,
-                                           Int8GemmKernel::kAvx512Vnni),
+                                           Int8GemmKernel::kAvx512Vnni,
+                                           Int8GemmKernel::kAvxVnniEmulated),
                          [](const ::testing::TestParamInfo<Int8GemmKernel>& info) {
                            std::string name = int8_gemm_kernel_name(info.param);
                            for (char& c : name) c = c == '-' ? '_' : c;
