@@ -2,8 +2,13 @@
 // threads. GEMV (m = 1, decode) reports weight bytes streamed per second (bytes_per_second);
 // GEMM (m = 512, prompt) reports multiply-adds as GFLOP/s (2 * m * n * k per call). The weights
 // are random bf16 in Qwen3-VL-2B shapes ([out, in]); the exact baseline reads them as stored.
+// BM_GemmAct compares the GEMM's fp32 and int8 activations (q8/q4) in one run, at 1 and 2 threads,
+// as GOP/s (2 * m * n * k) on wall time and per CPU-second of the process (GOP/cpu_s, robust to a
+// loaded machine); BM_Int8Peak is the int8 ceiling those are measured against.
 #include <benchmark/benchmark.h>
+#include <immintrin.h>
 
+#include <ctime>
 #include <map>
 #include <memory>
 #include <random>
@@ -72,6 +77,66 @@ void run_matmul(benchmark::State& state, QuantType type, int64_t m, int64_t rows
   }
 }
 
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+void run_gemm_activations(benchmark::State& state, QuantType type, qvl::ops::GemmActivations act,
+                          int64_t m, int64_t rows, int64_t cols, int threads) {
+  if (qvl::ThreadPool::global().size() != threads) qvl::ThreadPool::set_global_threads(threads);
+  const PackedMatrix& w = packed(type, rows, cols);
+  const std::vector<float> x = activations(m, cols);
+  std::vector<float> y(static_cast<size_t>(m * rows));
+  qvl::ops::set_gemm_activations(act);
+  const double cpu0 = process_cpu_seconds();
+  for (auto _ : state) {
+    qvl::ops::matmul(x.data(), m, w, nullptr, y.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double cpu = process_cpu_seconds() - cpu0;
+  qvl::ops::set_gemm_activations(std::nullopt);
+  const double ops =
+      2e-9 * static_cast<double>(m * rows * cols) * static_cast<double>(state.iterations());
+  state.counters["GOP/s"] = benchmark::Counter(ops, benchmark::Counter::kIsRate);
+  state.counters["GOP/cpu_s"] = ops / cpu;
+}
+
+// Throughput of the AVX2 int8 multiply-add sequence the int8 GEMM is built on (vpmaddubsw,
+// vpmaddwd, vpaddd: 32 multiply-adds per 256-bit vector), 8 independent accumulators, operands in
+// registers: the int8 ceiling of one core.
+__attribute__((target("avx2"), noinline)) __m256i int8_peak_loop(int64_t iters, __m256i a,
+                                                                 __m256i b) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i acc[8], w[8];
+  for (int i = 0; i < 8; ++i) {
+    acc[i] = _mm256_setzero_si256();
+    w[i] = _mm256_add_epi8(b, _mm256_set1_epi8(static_cast<char>(i)));
+  }
+  for (int64_t it = 0; it < iters; ++it) {
+    for (int i = 0; i < 8; ++i) {
+      acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(a, w[i]), ones));
+    }
+    __asm__ volatile("" : "+x"(a));  // keeps the loop from being folded
+  }
+  __m256i s = acc[0];
+  for (int i = 1; i < 8; ++i) s = _mm256_add_epi32(s, acc[i]);
+  return s;
+}
+
+__attribute__((target("avx2"))) void BM_Int8Peak(benchmark::State& state) {
+  constexpr int64_t kIters = 1 << 20;
+  const double cpu0 = process_cpu_seconds();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(int8_peak_loop(kIters, _mm256_set1_epi8(3), _mm256_set1_epi8(5)));
+  }
+  const double ops = 2e-9 * 8 * 32 * kIters * static_cast<double>(state.iterations());
+  state.counters["GOP/s"] = benchmark::Counter(ops, benchmark::Counter::kIsRate);
+  state.counters["GOP/cpu_s"] = ops / (process_cpu_seconds() - cpu0);
+}
+
 const int registered = [] {
   struct Shape {
     const char* what;
@@ -99,6 +164,30 @@ const int registered = [] {
                                  int64_t{6144})
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
+  }
+  if (qvl::ops::best_isa() != qvl::ops::IsaLevel::kScalar) {
+    benchmark::RegisterBenchmark("BM_Int8Peak/avx2", BM_Int8Peak)->Unit(benchmark::kMillisecond);
+  }
+  // [rows, cols] = [out, in]: attention 2048x2048, MLP down 2048x6144, vision MLP fc1 4096x1024.
+  const Shape gemm_shapes[] = {
+      {"2048x2048", 2048, 2048}, {"2048x6144", 2048, 6144}, {"4096x1024", 4096, 1024}};
+  for (const Shape& s : gemm_shapes) {
+    for (int64_t m : {196, 512, 784}) {
+      for (QuantType t : {QuantType::kQ8, QuantType::kQ4}) {
+        for (auto act : {qvl::ops::GemmActivations::kF32, qvl::ops::GemmActivations::kInt8}) {
+          for (int threads : {1, 2}) {
+            const std::string name = std::string("BM_GemmAct/") + s.what + "/m" +
+                                     std::to_string(m) + "/" + qvl::ops::quant_type_name(t) + "/" +
+                                     qvl::ops::gemm_activations_name(act) + "/t" +
+                                     std::to_string(threads);
+            benchmark::RegisterBenchmark(name.c_str(), run_gemm_activations, t, act, m, s.rows,
+                                         s.cols, threads)
+                ->UseRealTime()
+                ->Unit(benchmark::kMillisecond);
+          }
+        }
+      }
+    }
   }
   return 0;
 }();

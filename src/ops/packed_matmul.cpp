@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "base/half.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
+#include "ops/int8_gemm.h"
 #include "ops/matmul.h"
 #include "ops/packed_gemv.h"
 #include "ops/packed_kernels.h"
@@ -39,6 +41,63 @@ IsaLevel detect_isa() {
 
 // -1 = automatic, else an IsaLevel.
 std::atomic<int> g_isa_override{-1};
+// -1 = automatic (QVL_GEMM_ACT or int8), else a GemmActivations.
+std::atomic<int> g_gemm_activations{-1};
+
+GemmActivations default_gemm_activations() {
+  static const GemmActivations act = [] {
+    const char* env = std::getenv("QVL_GEMM_ACT");
+    if (env == nullptr || std::string(env).empty() || std::string(env) == "int8") {
+      return GemmActivations::kInt8;
+    }
+    if (std::string(env) == "f32") return GemmActivations::kF32;
+    QVL_LOG(kError) << "QVL_GEMM_ACT=" << env << " is neither int8 nor f32; using int8";
+    return GemmActivations::kInt8;
+  }();
+  return act;
+}
+
+// The AVX-VNNI kernels are a sub-feature of IsaLevel::kAvx2: checked against the oracle on first
+// use like the levels are; on a mismatch the AVX2 kernels stay in use.
+bool int8_kernel_agrees_with_reference(Int8GemmKernel kernel) {
+  // n = 42: a partial strip of every kernel; k = 288: a full chunk and a one-block tail;
+  // m = 19: a partial x-row tile of every kernel.
+  const int64_t n = 42, k = 288, m = kernels::kGemmMinRows + 3;
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k));
+  for (auto& v : w) v = 0.05f * dist(rng);
+  for (auto& v : x) v = dist(rng);
+  for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+    const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
+    std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
+    int8_gemm_reference(x.data(), m, packed, nullptr, want.data());
+    int8_gemm(kernel, x.data(), m, packed, nullptr, got.data());
+    float largest = 0;
+    for (float v : want) largest = std::max(largest, std::fabs(v));
+    for (size_t i = 0; i < want.size(); ++i) {
+      // Only the fp32 summation order differs; a wrong kernel is off by ~100%.
+      if (!(std::fabs(got[i] - want[i]) <= 1e-4f * largest)) {
+        QVL_LOG(kError) << int8_gemm_kernel_name(kernel) << " " << quant_type_name(type)
+                        << " int8 GEMM disagrees with the reference (" << got[i] << " vs "
+                        << want[i] << "); not using it";
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool avx_vnni_usable() {
+  static const bool usable =
+      cpu_has_avx_vnni() && int8_kernel_agrees_with_reference(Int8GemmKernel::kAvxVnni);
+  return usable;
+}
+
+Int8GemmKernel int8_kernel_for(IsaLevel isa) {
+  if (isa == IsaLevel::kAvx512) return Int8GemmKernel::kAvx512Vnni;
+  return avx_vnni_usable() ? Int8GemmKernel::kAvxVnni : Int8GemmKernel::kAvx2;
+}
 
 // Grow-only GEMM scratch of the calling thread, so steady-state calls do not allocate.
 struct Scratch {
@@ -107,10 +166,14 @@ void gemm(const float* x, int64_t m, const PackedMatrix& w, const float* bias, f
   });
 }
 
-void matmul_on(IsaLevel isa, const float* x, int64_t m, const PackedMatrix& w, const float* bias,
-               float* y) {
+void matmul_on(IsaLevel isa, GemmActivations act, const float* x, int64_t m, const PackedMatrix& w,
+               const float* bias, float* y) {
   if (isa != IsaLevel::kScalar && m >= kernels::kGemmMinRows) {
-    gemm(x, m, w, bias, y);
+    if (act == GemmActivations::kInt8 && w.type() != QuantType::kBF16) {
+      int8_gemm(int8_kernel_for(isa), x, m, w, bias, y);
+    } else {
+      gemm(x, m, w, bias, y);
+    }
     return;
   }
   const MatmulOutput output{&w, bias, y};
@@ -137,22 +200,27 @@ bool kernels_agree_with_scalar(IsaLevel isa) {
       return false;
     }
     std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
-    int64_t row0 = 0;
-    for (int64_t rows : row_counts) {
-      const float* x_at = x.data() + row0 * k;
-      matmul_on(IsaLevel::kScalar, x_at, rows, packed, nullptr, want.data() + row0 * n);
-      matmul_on(isa, x_at, rows, packed, nullptr, got.data() + row0 * n);
-      row0 += rows;
-    }
-    float largest = 0;
-    for (float v : want) largest = std::max(largest, std::fabs(v));
-    for (size_t i = 0; i < want.size(); ++i) {
-      // bf16 rounding of x on AVX-512 moves results by well under 1%; a wrong kernel by ~100%.
-      if (!(std::fabs(got[i] - want[i]) <= 0.01f * largest)) {
-        QVL_LOG(kError) << isa_level_name(isa) << " " << quant_type_name(type)
-                        << " kernel disagrees with the scalar one (" << got[i] << " vs " << want[i]
-                        << "); not using it";
-        return false;
+    // Both GEMMs (int8 and fp32 activations) as well as the GEMV and small-batch kernels.
+    for (GemmActivations act : {GemmActivations::kInt8, GemmActivations::kF32}) {
+      int64_t row0 = 0;
+      for (int64_t rows : row_counts) {
+        const float* x_at = x.data() + row0 * k;
+        matmul_on(IsaLevel::kScalar, act, x_at, rows, packed, nullptr, want.data() + row0 * n);
+        matmul_on(isa, act, x_at, rows, packed, nullptr, got.data() + row0 * n);
+        row0 += rows;
+      }
+      float largest = 0;
+      for (float v : want) largest = std::max(largest, std::fabs(v));
+      for (size_t i = 0; i < want.size(); ++i) {
+        // bf16 rounding of x on AVX-512 and the fp32 GEMM's unrounded x move results by well
+        // under 1%; a wrong kernel by ~100%.
+        if (!(std::fabs(got[i] - want[i]) <= 0.01f * largest)) {
+          QVL_LOG(kError) << isa_level_name(isa) << " " << quant_type_name(type) << " kernel ("
+                          << gemm_activations_name(act)
+                          << " GEMM activations) disagrees with the scalar one (" << got[i]
+                          << " vs " << want[i] << "); not using it";
+          return false;
+        }
       }
     }
   }
@@ -202,6 +270,19 @@ IsaLevel active_isa() {
   return level < 0 ? best_isa() : static_cast<IsaLevel>(level);
 }
 
+const char* gemm_activations_name(GemmActivations act) {
+  return act == GemmActivations::kInt8 ? "int8" : "f32";
+}
+
+void set_gemm_activations(std::optional<GemmActivations> act) {
+  g_gemm_activations.store(act ? static_cast<int>(*act) : -1);
+}
+
+GemmActivations gemm_activations() {
+  const int act = g_gemm_activations.load();
+  return act < 0 ? default_gemm_activations() : static_cast<GemmActivations>(act);
+}
+
 void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias, float* y) {
   if (m <= 0) return;
   if (w.type() == QuantType::kExact) {
@@ -209,7 +290,7 @@ void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias,
     return;
   }
   QVL_CHECK(x != nullptr && y != nullptr && w.bytes() != nullptr);
-  matmul_on(active_isa(), x, m, w, bias, y);
+  matmul_on(active_isa(), gemm_activations(), x, m, w, bias, y);
 }
 
 void matmul_multi(const float* x, int64_t m, const MatmulOutput* outputs, size_t count) {

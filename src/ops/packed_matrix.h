@@ -19,10 +19,12 @@
 // rounding of the scale (relative 2^-11; blocks with absmax below ~1e-2 (q8) / ~5e-4 (q4) get an
 // fp16-subnormal scale and a proportionally coarser step).
 //
-// Activations in matmul. From m >= 16 rows (prompt prefill, vision) on AVX2 and up, a blocked
-// GEMM dequantizes weight blocks to fp32 (exact: bf16 widens, scale * q is exact in fp32) and
-// multiplies them with fp32 activations, so its only error is the weights' own plus fp32
-// accumulation. Below that (decode GEMV, small batches, the scalar fallback): kBF16 uses fp32
+// Activations in matmul. From m >= 16 rows (prompt prefill, vision) on AVX2 and up, kQ8/kQ4 use
+// an int8 GEMM by default (x quantized exactly as below, weights repacked per cache block, see
+// int8_gemm.h); kBF16 (and kQ8/kQ4 with GemmActivations::kF32) a blocked GEMM that dequantizes
+// weight blocks to fp32 (exact: bf16 widens, scale * q is exact in fp32) and multiplies them with
+// fp32 activations, so its only error is the weights' own plus fp32 accumulation. Below that
+// (decode GEMV, small batches, the scalar fallback): kBF16 uses fp32
 // activations on the scalar and AVX2 paths and rounds them to bf16 for vdpbf16ps on AVX-512
 // (products then accumulate in fp32). kQ8/kQ4 quantize each activation block of 32 to int8
 // (symmetric, scale absmax / 127, round to nearest even) and take integer block dot products (q8
@@ -34,9 +36,9 @@
 // Kernels (packed_gemv.cpp): m == 1 streams up to 4 groups at once, whole rows, sharing each x
 // block; 1 < m < 16 takes each group's whole row against up to 3 rows of x at once, unpacking a
 // tile once for all of them. Both do the same arithmetic per (x row, group), so a row's result
-// does not depend on the batch below 16 rows (bit for bit). m >= 16 uses the GEMM (6 weight rows x
-// 16 x rows register tile, see packed_gemm_avx2.cpp). The first use of each SIMD level is checked
-// against the scalar kernels (see best_isa).
+// does not depend on the batch below 16 rows (bit for bit). m >= 16 uses a GEMM (int8 for q8/q4:
+// int8_gemm.cpp; fp32: 6 weight rows x 16 x rows register tile, see packed_gemm_avx2.cpp). The
+// first use of each SIMD level is checked against the scalar kernels (see best_isa).
 #pragma once
 
 #include <cstddef>
@@ -128,5 +130,16 @@ IsaLevel cpu_isa();  // the best level the CPU supports
 // nullopt = auto. Throws qvl::Error(kUnsupported) for a level this CPU cannot run.
 void set_isa_override(std::optional<IsaLevel> level);
 IsaLevel active_isa();
+
+// Activations of the GEMM (m >= 16 rows, SIMD levels) on q8/q4 matrices. kInt8 (default): x is
+// quantized per row and block of 32 as in the decode GEMV and multiplied in integers with the
+// stored weights (int8_gemm.h). kF32: weights are dequantized and multiplied with fp32 x (slower,
+// no activation rounding). bf16 matrices always use the fp32 GEMM. The default can be set with
+// the environment variable QVL_GEMM_ACT=int8|f32 (read once; another value is logged as an error
+// and ignored); set_gemm_activations overrides it (nullopt = back to that default).
+enum class GemmActivations { kInt8, kF32 };
+const char* gemm_activations_name(GemmActivations act);  // "int8", "f32"
+void set_gemm_activations(std::optional<GemmActivations> act);
+GemmActivations gemm_activations();
 
 }  // namespace qvl::ops

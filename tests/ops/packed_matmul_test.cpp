@@ -21,11 +21,24 @@ using testing::available_isas;
 using testing::IsaScope;
 using testing::random_vector;
 
-// Whether matmul rounds x to int8 blocks for q8/q4: the GEMV and small-batch kernels do; the
-// blocked GEMM (SIMD levels, m >= kGemmMinRows) multiplies fp32 x with exactly dequantized weights.
+// Whether matmul rounds x to int8 blocks for q8/q4: the GEMV, small-batch kernels and int8 GEMM
+// do; the fp32 GEMM (SIMD levels, m >= kGemmMinRows, GemmActivations::kF32) multiplies fp32 x
+// with exactly dequantized weights.
 bool rounds_x_to_int8(QuantType type, IsaLevel isa, int64_t m) {
   if (type != QuantType::kQ8 && type != QuantType::kQ4) return false;
-  return isa == IsaLevel::kScalar || m < kernels::kGemmMinRows;
+  return isa == IsaLevel::kScalar || m < kernels::kGemmMinRows ||
+         gemm_activations() == GemmActivations::kInt8;
+}
+
+// Runs a test body once per GEMM activation type, restoring the default afterwards.
+template <typename Body>
+void for_each_gemm_activations(Body body) {
+  for (GemmActivations act : {GemmActivations::kInt8, GemmActivations::kF32}) {
+    set_gemm_activations(act);
+    SCOPED_TRACE(gemm_activations_name(act));
+    body();
+  }
+  set_gemm_activations(std::nullopt);
 }
 
 // Checks y against sum_j w[r][j] * x[i][j] in double. The tolerance is the format's activation
@@ -71,43 +84,48 @@ struct Shape {
 TEST(PackedMatmul, MatchesReferenceForEveryTypeIsaAndShape) {
   const Shape shapes[] = {{1, 32}, {13, 96}, {8, 256}, {203, 64}, {37, 1024}};
   const int64_t ms[] = {1, 2, 3, 7, 64, 129};
-  for (IsaLevel isa : available_isas()) {
-    IsaScope scope(isa);
-    for (const Shape& s : shapes) {
-      const auto w = random_vector(static_cast<size_t>(s.rows * s.cols), 10, 0.05f);
-      const auto bias = random_vector(static_cast<size_t>(s.rows), 11, 1.0f);
-      for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
-        const auto packed =
-            PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), s.rows, s.cols}, type);
-        for (int64_t m : ms) {
-          if (s.cols >= 1024 && m > 7) continue;  // keeps the double reference fast
-          const auto x = random_vector(static_cast<size_t>(m * s.cols), 12 + m, 1.0f);
-          std::vector<float> y(static_cast<size_t>(m * s.rows), NAN);
-          const float* b = m % 2 ? bias.data() : nullptr;
-          matmul(x.data(), m, packed, b, y.data());
-          expect_matches_reference(packed, x, m, b, y, isa);
+  for_each_gemm_activations([&] {
+    for (IsaLevel isa : available_isas()) {
+      IsaScope scope(isa);
+      for (const Shape& s : shapes) {
+        const auto w = random_vector(static_cast<size_t>(s.rows * s.cols), 10, 0.05f);
+        const auto bias = random_vector(static_cast<size_t>(s.rows), 11, 1.0f);
+        for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
+          const auto packed =
+              PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), s.rows, s.cols}, type);
+          for (int64_t m : ms) {
+            if (s.cols >= 1024 && m > 7) continue;  // keeps the double reference fast
+            const auto x = random_vector(static_cast<size_t>(m * s.cols), 12 + m, 1.0f);
+            std::vector<float> y(static_cast<size_t>(m * s.rows), NAN);
+            const float* b = m % 2 ? bias.data() : nullptr;
+            matmul(x.data(), m, packed, b, y.data());
+            expect_matches_reference(packed, x, m, b, y, isa);
+          }
         }
       }
     }
-  }
+  });
 }
 
 TEST(PackedMatmul, BlockedGemmHandlesEveryTail) {
   // k = 1120: 4 full depth blocks of 256 and one of 96; n = 101: two row blocks of 48 and one of
-  // 5 (tiles of 6 and a short one); m = 70: panels of 16 with a padded last one.
+  // 5 (tiles of 6 and a short one); m = 70: panels of 16 with a padded last one (fp32 GEMM; the
+  // int8 GEMM's tails are covered in int8_gemm_test.cpp).
   const int64_t n = 101, k = 1120, m = 70;
   const auto w = random_vector(static_cast<size_t>(n * k), 20, 0.05f);
   const auto x = random_vector(static_cast<size_t>(m * k), 21, 1.0f);
   const auto bias = random_vector(static_cast<size_t>(n), 22, 1.0f);
-  for (IsaLevel isa : available_isas()) {
-    IsaScope scope(isa);
-    for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
-      const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
-      std::vector<float> y(static_cast<size_t>(m * n), NAN);
-      matmul(x.data(), m, packed, bias.data(), y.data());
-      expect_matches_reference(packed, x, m, bias.data(), y, isa);
+  for_each_gemm_activations([&] {
+    for (IsaLevel isa : available_isas()) {
+      IsaScope scope(isa);
+      for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
+        const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
+        std::vector<float> y(static_cast<size_t>(m * n), NAN);
+        matmul(x.data(), m, packed, bias.data(), y.data());
+        expect_matches_reference(packed, x, m, bias.data(), y, isa);
+      }
     }
-  }
+  });
 }
 
 TEST(PackedMatmul, BatchRowsAgreeWithSingleRows) {

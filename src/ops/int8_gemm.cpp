@@ -1,0 +1,255 @@
+// The int8 GEMM driver (see int8_gemm.h): x quantization, weight repacking, blocking, threads.
+//
+// Per thread, a block of kInt8RowBlock weight rows is repacked once for the whole depth
+// (int8_gemm_kernels.h, int8_gemm_repack_avx2.cpp; ~1.25 bytes per weight) and multiplied with
+// every row of x, so repacking costs O(n * k) per call against O(m * n * k) multiply-adds. x is
+// taken kInt8XBlock rows x kInt8Depth columns at a time, so that the x chunk and the fp32 results
+// of those rows (kInt8XBlock x 64 floats, kept across chunks, written to y once with the bias)
+// stay in L2 whatever m is.
+#include "ops/int8_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "base/error.h"
+#include "base/half.h"
+#include "base/thread_pool.h"
+#include "ops/int8_gemm_kernels.h"
+#include "ops/packed_kernels.h"
+
+namespace qvl::ops {
+namespace {
+
+using kernels::kCols;
+using kernels::kInt8Depth;
+using kernels::kInt8RowBlock;
+using kernels::kInt8XBlock;
+using kernels::kRows;
+using kernels::kScaleBytes;
+
+kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
+  const bool q8 = type == QuantType::kQ8;
+  switch (kernel) {
+    case Int8GemmKernel::kAvx2:
+      return {q8 ? kernels::int8_tile_q8_avx2 : kernels::int8_tile_q4_avx2, 16,
+              kernels::kInt8Avx2XRows, false};
+    case Int8GemmKernel::kAvxVnni:
+      return {q8 ? kernels::int8_tile_q8_avxvnni : kernels::int8_tile_q4_avxvnni, 16,
+              kernels::kInt8Avx2XRows, q8};
+    case Int8GemmKernel::kAvx512Vnni:
+      return {q8 ? kernels::int8_tile_q8_avx512 : kernels::int8_tile_q4_avx512, 32,
+              kernels::kInt8Avx512XRows, q8};
+    case Int8GemmKernel::kAvxVnniEmulated:
+      return {q8 ? kernels::int8_tile_q8_avxvnni_emulated : kernels::int8_tile_q4_avxvnni_emulated,
+              16, kernels::kInt8Avx2XRows, q8};
+  }
+  fail(ErrorCode::kInternal, "unknown int8 GEMM kernel");
+}
+
+// Where row r of a packed q8/q4 matrix keeps block b: its fp16 scale and its weights.
+struct PackedRows {
+  const uint8_t* bytes;
+  int64_t group_bytes, scale_bytes, tile_bytes, row_bytes;
+
+  PackedRows(const PackedMatrix& w, int64_t nb)
+      : bytes(static_cast<const uint8_t*>(w.bytes())),
+        group_bytes(static_cast<int64_t>(packed_size_bytes(w.type(), kRows, w.cols()))),
+        scale_bytes(nb * kScaleBytes),
+        tile_bytes(w.type() == QuantType::kQ8 ? kernels::kQ8TileBytes : kernels::kQ4TileBytes),
+        row_bytes(tile_bytes / kRows) {}
+  float scale(int64_t r, int64_t b) const {
+    const uint8_t* s = bytes + (r / kRows) * group_bytes + b * kScaleBytes + (r % kRows) * 2;
+    return f16_to_f32(static_cast<uint16_t>(s[0] | (s[1] << 8)));
+  }
+  const uint8_t* data(int64_t r, int64_t b) const {
+    return bytes + (r / kRows) * group_bytes + scale_bytes + b * tile_bytes +
+           (r % kRows) * row_bytes;
+  }
+};
+
+// Columns of block b of row r as q8 int8 or q4 nibbles (q + 8), in column order.
+void unpack_block(const PackedRows& p, bool q8, int64_t r, int64_t b, uint8_t* out) {
+  const uint8_t* src = p.data(r, b);
+  if (q8) {
+    std::memcpy(out, src, kCols);
+    return;
+  }
+  for (int64_t j = 0; j < kCols / 2; ++j) {
+    out[j] = src[j] & 0x0f;
+    out[j + kCols / 2] = src[j] >> 4;
+  }
+}
+
+// x quantized for the kernels: int8 q, q + 128 (offset kernels only), block scales and sums, in
+// chunks of kInt8Depth columns: chunk c holds every row's columns [256c, 256c + width) at
+// c * 256 * m + i * width (scales and sums at c * 8 * m + i * blocks), so the kernels stream each
+// chunk of x as one contiguous range.
+struct QuantizedX {
+  AlignedBuffer<int8_t> q;
+  AlignedBuffer<uint8_t> u;
+  AlignedBuffer<float> scale;
+  AlignedBuffer<int32_t> sum;
+};
+thread_local QuantizedX t_x;
+
+struct ThreadBuffers {
+  AlignedBuffer<uint8_t> panel;
+  AlignedBuffer<float> c;
+};
+thread_local ThreadBuffers t_buffers;
+
+void quantize_x(const float* x, int64_t m, int64_t k, bool offset) {
+  const int64_t nb = k / kCols;
+  t_x.q.resize(static_cast<size_t>(m * k));
+  t_x.u.resize(offset ? static_cast<size_t>(m * k) : 0);
+  t_x.scale.resize(static_cast<size_t>(m * nb));
+  t_x.sum.resize(static_cast<size_t>(m * nb));
+  int8_t* q = t_x.q.data();
+  uint8_t* u = t_x.u.data();
+  float* scale = t_x.scale.data();
+  int32_t* sum = t_x.sum.data();
+  ThreadPool::global().parallel_for(static_cast<size_t>(m), [&](size_t i0, size_t i1) {
+    for (auto i = static_cast<int64_t>(i0); i < static_cast<int64_t>(i1); ++i) {
+      for (int64_t c0 = 0; c0 < k; c0 += kInt8Depth) {
+        const int64_t width = std::min(kInt8Depth, k - c0), at = c0 * m + i * width;
+        const int64_t blocks = width / kCols, block_at = c0 / kCols * m + i * blocks;
+        kernels::quantize_row_avx2(x + i * k + c0, blocks, q + at, scale + block_at,
+                                   sum + block_at);
+        if (!offset) continue;
+        for (int64_t j = 0; j < width; ++j) u[at + j] = static_cast<uint8_t>(q[at + j] + 128);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+const char* int8_gemm_kernel_name(Int8GemmKernel kernel) {
+  switch (kernel) {
+    case Int8GemmKernel::kAvx2:
+      return "avx2";
+    case Int8GemmKernel::kAvxVnni:
+      return "avx-vnni";
+    case Int8GemmKernel::kAvx512Vnni:
+      return "avx512-vnni";
+    case Int8GemmKernel::kAvxVnniEmulated:
+      return "avx-vnni-emulated";
+  }
+  return "?";
+}
+
+bool cpu_has_avx_vnni() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return cpu_isa() != IsaLevel::kScalar && __builtin_cpu_supports("avxvnni");
+  }();
+  return has;
+}
+
+bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
+  switch (kernel) {
+    case Int8GemmKernel::kAvx2:
+    case Int8GemmKernel::kAvxVnniEmulated:
+      return cpu_isa() != IsaLevel::kScalar;
+    case Int8GemmKernel::kAvxVnni:
+      return cpu_has_avx_vnni();
+    case Int8GemmKernel::kAvx512Vnni:
+      return cpu_isa() == IsaLevel::kAvx512;
+  }
+  return false;
+}
+
+void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMatrix& w,
+               const float* bias, float* y) {
+  QVL_CHECK(w.type() == QuantType::kQ8 || w.type() == QuantType::kQ4);
+  QVL_CHECK(cpu_runs_int8_gemm_kernel(kernel));
+  const kernels::Int8KernelInfo info = kernel_info(kernel, w.type());
+  const bool q8 = w.type() == QuantType::kQ8;
+  const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
+  quantize_x(x, m, k, info.x_offset);
+  const PackedRows packed(w, nb);
+  const kernels::Int8RepackSource source{packed.bytes, packed.group_bytes, packed.scale_bytes,
+                                         (n + kRows - 1) / kRows, q8};
+  const int64_t row_blocks = (n + kInt8RowBlock - 1) / kInt8RowBlock;
+  const int64_t block_bytes = kernels::int8_strip_block_bytes(info.strip_rows);
+  const int64_t depth_blocks = kInt8Depth / kCols;
+  // The calling thread's quantized x (t_x of a pool thread is another buffer).
+  const int8_t* const xq = t_x.q.data();
+  const uint8_t* const xu = info.x_offset ? t_x.u.data() : nullptr;
+  const float* const xscale = t_x.scale.data();
+  const int32_t* const xsum = t_x.sum.data();
+
+  ThreadPool::global().parallel_for(static_cast<size_t>(row_blocks), [&](size_t rb0, size_t rb1) {
+    ThreadBuffers& buf = t_buffers;
+    const int64_t strip_bytes = nb * block_bytes;
+    buf.panel.resize(static_cast<size_t>(kInt8RowBlock / info.strip_rows * strip_bytes));
+    buf.c.resize(static_cast<size_t>(std::min(m, kInt8XBlock) * kInt8RowBlock));
+    for (auto rb = static_cast<int64_t>(rb0); rb < static_cast<int64_t>(rb1); ++rb) {
+      const int64_t r0 = rb * kInt8RowBlock, rows = std::min(kInt8RowBlock, n - r0);
+      const int64_t strips = (rows + info.strip_rows - 1) / info.strip_rows;
+      kernels::int8_repack_avx2(source, r0 / kRows, strips, info.strip_rows, 0, nb,
+                                buf.panel.data());
+      for (int64_t m0 = 0; m0 < m; m0 += kInt8XBlock) {
+        const int64_t m1 = std::min(m, m0 + kInt8XBlock);
+        std::fill(buf.c.data(), buf.c.data() + (m1 - m0) * kInt8RowBlock, 0.0f);
+        for (int64_t b0 = 0; b0 < nb; b0 += depth_blocks) {
+          const int64_t nbc = std::min(depth_blocks, nb - b0), width = nbc * kCols;
+          for (int64_t i0 = m0; i0 < m1; i0 += info.x_rows) {
+            kernels::Int8Tile t{};
+            t.nblocks = nbc;
+            t.xq = xq + b0 * kCols * m + i0 * width;
+            t.xu = xu == nullptr ? nullptr : xu + b0 * kCols * m + i0 * width;
+            t.xscale = xscale + b0 * m + i0 * nbc;
+            t.xsum = xsum + b0 * m + i0 * nbc;
+            t.ldx = width;
+            t.ldxs = nbc;
+            t.rows = std::min(info.x_rows, m1 - i0);
+            t.ldc = kInt8RowBlock;
+            for (int64_t s = 0; s < strips; ++s) {
+              t.strip = buf.panel.data() + s * strip_bytes + b0 * block_bytes;
+              t.c = buf.c.data() + (i0 - m0) * kInt8RowBlock + s * info.strip_rows;
+              info.tile(t);
+            }
+          }
+        }
+        for (int64_t i = m0; i < m1; ++i) {
+          const float* ci = buf.c.data() + (i - m0) * kInt8RowBlock;
+          float* yi = y + i * n + r0;
+          for (int64_t r = 0; r < rows; ++r) yi[r] = ci[r] + (bias ? bias[r0 + r] : 0.0f);
+        }
+      }
+    }
+  });
+}
+
+void int8_gemm_reference(const float* x, int64_t m, const PackedMatrix& w, const float* bias,
+                         float* y) {
+  QVL_CHECK(w.type() == QuantType::kQ8 || w.type() == QuantType::kQ4);
+  const bool q8 = w.type() == QuantType::kQ8;
+  const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
+  const PackedRows packed(w, nb);
+  std::vector<int8_t> q(static_cast<size_t>(k));
+  std::vector<float> scale(static_cast<size_t>(nb));
+  std::vector<int32_t> sum(static_cast<size_t>(nb));
+  for (int64_t i = 0; i < m; ++i) {
+    kernels::quantize_row_scalar(x + i * k, nb, q.data(), scale.data(), sum.data());
+    for (int64_t r = 0; r < n; ++r) {
+      float acc = 0;
+      for (int64_t b = 0; b < nb; ++b) {
+        uint8_t col[kCols];
+        unpack_block(packed, q8, r, b, col);
+        int32_t dot = 0;
+        for (int64_t j = 0; j < kCols; ++j) {
+          const int32_t wq = q8 ? static_cast<int8_t>(col[j]) : col[j] - 8;
+          dot += wq * q[static_cast<size_t>(b * kCols + j)];
+        }
+        acc += static_cast<float>(dot) * (packed.scale(r, b) * scale[static_cast<size_t>(b)]);
+      }
+      y[i * n + r] = acc + (bias ? bias[r] : 0.0f);
+    }
+  }
+}
+
+}  // namespace qvl::ops

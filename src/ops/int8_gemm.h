@@ -1,0 +1,35 @@
+// Internal: the int8 GEMM of matmul on q8/q4 matrices for m >= kGemmMinRows (prompt prefill,
+// vision), its micro-kernel variants and the scalar oracle the tests hold them to.
+//
+// x is quantized per row and block of 32 exactly as the decode GEMV does (quantize_row_*: int8,
+// scale absmax / 127), weights are used as stored (q8 or q4 with fp16 block scales); each block's
+// dot product is exact in int32 and is scaled by (weight scale * x scale) in fp32. So a row's
+// result equals what the GEMV gives it, up to fp32 summation order.
+#pragma once
+
+#include <cstdint>
+
+#include "ops/packed_matrix.h"
+
+namespace qvl::ops {
+
+// Micro-kernels. kAvx2 needs AVX2 (+FMA, F16C); kAvxVnni also the 256-bit vpdpbusd (Alder Lake and
+// later, Zen 5); kAvx512Vnni the IsaLevel::kAvx512 set. kAvxVnniEmulated is the kAvxVnni code with
+// vpdpbusd emulated in AVX2, for tests on CPUs without AVX-VNNI (matmul never picks it).
+enum class Int8GemmKernel { kAvx2, kAvxVnni, kAvx512Vnni, kAvxVnniEmulated };
+const char* int8_gemm_kernel_name(Int8GemmKernel kernel);
+bool cpu_has_avx_vnni();
+// Whether this CPU can run the kernel (not whether it passed the self-check).
+bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel);
+
+// y[m, n] = x[m, k] * W^T (+ bias) for a kQ8/kQ4 matrix on the given kernel (which the CPU must
+// run). Threads via ThreadPool::global().
+void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMatrix& w,
+               const float* bias, float* y);
+
+// The same result computed plainly (scalar, one output at a time, blocks summed in order): the
+// oracle for every kernel.
+void int8_gemm_reference(const float* x, int64_t m, const PackedMatrix& w, const float* bias,
+                         float* y);
+
+}  // namespace qvl::ops

@@ -1,0 +1,79 @@
+// Internal: micro-kernels of the int8 GEMM (int8_gemm.cpp) and the panel layout they read.
+// Plain declarations only: the per-ISA translation units are compiled for their ISA, so no inline
+// function may be shared with them (see packed_kernels.h).
+//
+// The driver repacks a block of weights (kInt8RowBlock rows, all columns) once into
+// strips of strip_rows (NR) rows; per block of 32 columns a strip holds
+//   [8 quads][NR rows][4 bytes]  weights: 4 consecutive columns of a row in one 32-bit lane, so
+//                                 one vector load gives 8 (AVX2) or 16 (AVX-512) rows
+//   [NR float]                    the row's block scale (its fp16 scale widened)
+//   [NR int32]                    128 * sum of the row's 32 weights (q8: the x + 128 correction)
+// q8 weights are stored as int8 q; q4 as the stored nibble q + 8 in [1, 15] (unsigned).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace qvl::ops::kernels {
+
+inline constexpr int64_t kInt8Depth = 256;    // columns repacked and multiplied per chunk
+inline constexpr int64_t kInt8RowBlock = 64;  // weight rows per block (a multiple of every NR)
+inline constexpr int64_t kInt8XBlock = 256;   // x rows per pass over a row block's depth
+
+// Bytes of one block of 32 columns of a strip of nr rows.
+constexpr int64_t int8_strip_block_bytes(int64_t nr) {
+  return nr * (32 + 4 + 4);
+}
+
+// One micro-kernel call: rows x rows of x against one strip over nblocks blocks, adding to c.
+struct Int8Tile {
+  const uint8_t* strip;  // the strip's first block in this chunk
+  int64_t nblocks;
+  const int8_t* xq;     // x row i, chunk start: xq + i * ldx (int8 q, see quantize_row_scalar)
+  const uint8_t* xu;    // the same bytes as q + 128 (offset kernels only)
+  const float* xscale;  // x row i, block b of the chunk: xscale[i * ldxs + b]
+  const int32_t* xsum;  // sum of the block's q, same indexing as xscale
+  int64_t ldx, ldxs;
+  int64_t rows;  // 1 .. x_rows of the kernel
+  float* c;      // output row i: c + i * ldc, strip_rows floats; accumulated into
+  int64_t ldc;
+};
+using Int8TileKernel = void (*)(const Int8Tile& t);
+
+// x_offset: the kernel reads xu (q + 128).
+struct Int8KernelInfo {
+  Int8TileKernel tile;
+  int64_t strip_rows;
+  int64_t x_rows;
+  bool x_offset;
+};
+
+// AVX2: q8 by vpmaddubsw(|x|, sign(w, x)) + vpmaddwd, q4 by vpmaddubsw(nibble, x) summed in 16 bit
+// over a block (see int8_gemm_avx2.cpp).
+void int8_tile_q8_avx2(const Int8Tile& t);
+void int8_tile_q4_avx2(const Int8Tile& t);
+// AVX-VNNI (256-bit vpdpbusd) and AVX-512 VNNI (512-bit).
+void int8_tile_q8_avxvnni(const Int8Tile& t);
+void int8_tile_q4_avxvnni(const Int8Tile& t);
+// The AVX-VNNI kernels with vpdpbusd emulated in AVX2 (tests only: runs their code anywhere).
+void int8_tile_q8_avxvnni_emulated(const Int8Tile& t);
+void int8_tile_q4_avxvnni_emulated(const Int8Tile& t);
+void int8_tile_q8_avx512(const Int8Tile& t);
+void int8_tile_q4_avx512(const Int8Tile& t);
+
+// Stored q8/q4 groups (see packed_matrix.h) the strips are made from.
+struct Int8RepackSource {
+  const uint8_t* groups;
+  int64_t group_bytes, scale_bytes;
+  int64_t groups_total;  // groups past it are repacked as zero rows
+  bool q8;
+};
+// Repacks `strips` strips of nr rows starting at group g0 (row 4 * g0), blocks [b0, b0 + nbc),
+// into panel (strip s at s * nbc * int8_strip_block_bytes(nr)). Sums are written for q8 only.
+void int8_repack_avx2(const Int8RepackSource& src, int64_t g0, int64_t strips, int64_t nr,
+                      int64_t b0, int64_t nbc, uint8_t* panel);
+
+inline constexpr int64_t kInt8Avx2XRows = 4;
+inline constexpr int64_t kInt8Avx512XRows = 6;
+
+}  // namespace qvl::ops::kernels

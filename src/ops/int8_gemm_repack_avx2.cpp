@@ -1,0 +1,85 @@
+// Repacking of stored q8/q4 weights into the int8 GEMM's strips (layout in int8_gemm_kernels.h),
+// shared by every int8 micro-kernel (all of them run on AVX2 machines). A stored group of 4 rows
+// becomes 4 adjacent 32-bit lanes of every quad: a 4 x 8 transpose of 32-bit words per block.
+// Called only when the CPU has AVX2/F16C; no shared inline functions (see packed_kernels.h).
+#include <immintrin.h>
+
+#include "ops/int8_gemm_kernels.h"
+#include "ops/packed_kernels.h"
+
+#pragma GCC target("avx2,fma,f16c")
+
+namespace qvl::ops::kernels {
+namespace {
+
+// 128 * sum of the 32 int8 of v (sad works on unsigned bytes: flip the sign bit, subtract 128s).
+inline int32_t offset_sum(__m256i v) {
+  const __m256i sad = _mm256_sad_epu8(
+      _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))), _mm256_setzero_si256());
+  const __m128i s = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
+  const int64_t total = _mm_cvtsi128_si64(s) + _mm_extract_epi64(s, 1);
+  return static_cast<int32_t>(128 * (total - 128 * kCols));
+}
+
+// Rows of one stored group's block as 32 columns each (q4: nibbles q + 8).
+inline void group_rows(const Int8RepackSource& src, const uint8_t* group, int64_t b,
+                       __m256i (&row)[kRows]) {
+  const uint8_t* data = group + src.scale_bytes;
+  if (src.q8) {
+    for (int r = 0; r < kRows; ++r) {
+      row[r] =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + b * kQ8TileBytes + r * kCols));
+    }
+    return;
+  }
+  const __m128i low4 = _mm_set1_epi8(0x0f);
+  for (int r = 0; r < kRows; ++r) {
+    const __m128i v =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + b * kQ4TileBytes + r * 16));
+    row[r] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low4), _mm_and_si128(v, low4));
+  }
+}
+
+}  // namespace
+
+void int8_repack_avx2(const Int8RepackSource& src, int64_t g0, int64_t strips, int64_t nr,
+                      int64_t b0, int64_t nbc, uint8_t* panel) {
+  const int64_t block_bytes = int8_strip_block_bytes(nr);
+  const int64_t groups_per_strip = nr / kRows;
+  for (int64_t s = 0; s < strips; ++s) {
+    for (int64_t gs = 0; gs < groups_per_strip; ++gs) {
+      const int64_t g = g0 + s * groups_per_strip + gs;
+      const uint8_t* group = src.groups + g * src.group_bytes;
+      for (int64_t b = 0; b < nbc; ++b) {
+        uint8_t* dst = panel + (s * nbc + b) * block_bytes;
+        auto* scales = reinterpret_cast<float*>(dst + 32 * nr) + gs * kRows;
+        auto* sums = reinterpret_cast<int32_t*>(dst + 36 * nr) + gs * kRows;
+        __m256i row[kRows];
+        if (g < src.groups_total) {
+          group_rows(src, group, b0 + b, row);
+          _mm_storeu_ps(scales, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(
+                                    group + (b0 + b) * kScaleBytes))));
+        } else {  // rows past the matrix: q = 0, scale 0
+          for (auto& r : row) r = _mm256_set1_epi8(src.q8 ? 0 : 8);
+          _mm_storeu_ps(scales, _mm_setzero_ps());
+        }
+        for (int r = 0; r < kRows; ++r) sums[r] = src.q8 ? offset_sum(row[r]) : 0;
+        // 4 x 8 words -> quads: quad q of rows 0-3 to dst + (q * nr + 4 gs) * 4.
+        const __m256i t0 = _mm256_unpacklo_epi32(row[0], row[1]);
+        const __m256i t1 = _mm256_unpackhi_epi32(row[0], row[1]);
+        const __m256i t2 = _mm256_unpacklo_epi32(row[2], row[3]);
+        const __m256i t3 = _mm256_unpackhi_epi32(row[2], row[3]);
+        const __m256i quads[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
+                                  _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
+        for (int q = 0; q < 4; ++q) {  // quads[q] holds quad q (low half) and q + 4 (high half)
+          auto* lo = reinterpret_cast<__m128i*>(dst + (q * nr + gs * kRows) * 4);
+          auto* hi = reinterpret_cast<__m128i*>(dst + ((q + 4) * nr + gs * kRows) * 4);
+          _mm_storeu_si128(lo, _mm256_castsi256_si128(quads[q]));
+          _mm_storeu_si128(hi, _mm256_extracti128_si256(quads[q], 1));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace qvl::ops::kernels

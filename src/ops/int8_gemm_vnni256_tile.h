@@ -1,0 +1,92 @@
+// The 256-bit VNNI micro-kernel of the int8 GEMM (layout in int8_gemm_kernels.h), written once
+// for a vpdpbusd policy Dot (Dot::apply(acc, u8 a, s8 b) = acc + sum of 4 byte products per 32-bit
+// lane). int8_gemm_avxvnni.cpp instantiates it with the instruction; int8_gemm_avx2.cpp with an
+// exact AVX2 emulation, so that its indexing and offset corrections are tested on CPUs without
+// AVX-VNNI. Everything here has internal linkage: each including translation unit (compiled for
+// its own ISA) gets its own copy, none is shared (see packed_kernels.h). Include after
+// <immintrin.h> and the file's target pragma.
+//
+// Operands (vpdpbusd multiplies unsigned by signed bytes into int32, nothing saturates):
+//   q8: x + 128 (unsigned) times w; the offset is taken off per block as 128 * sum(w) of the row,
+//       precomputed when the weights are repacked.
+//   q4: the stored nibble q + 8 (unsigned) times x; the offset is taken off as 8 * sum(x).
+#pragma once
+
+#include <cstring>
+
+#include "ops/int8_gemm_kernels.h"
+
+namespace qvl::ops::kernels {
+namespace {  // NOLINT: internal linkage on purpose (see above)
+
+constexpr int64_t kVnni256Rows = 16;
+constexpr int64_t kVnni256BlockBytes = int8_strip_block_bytes(kVnni256Rows);
+
+inline __m256i vnni256_broadcast4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+inline __m256i vnni256_load(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+template <class Dot, int R, bool Q8>
+void vnni256_tile(const Int8Tile& t) {
+  for (int64_t b = 0; b < t.nblocks; ++b) {
+    const uint8_t* block = t.strip + b * kVnni256BlockBytes;
+    __m256i acc[R][2];
+    for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int quad = 0; quad < 8; ++quad) {
+      const __m256i w0 = vnni256_load(block + quad * 64), w1 = vnni256_load(block + quad * 64 + 32);
+#pragma GCC unroll 6
+      for (int i = 0; i < R; ++i) {
+        const int64_t at = i * t.ldx + b * 32 + quad * 4;
+        if constexpr (Q8) {
+          const __m256i xu = vnni256_broadcast4(t.xu + at);
+          acc[i][0] = Dot::apply(acc[i][0], xu, w0);
+          acc[i][1] = Dot::apply(acc[i][1], xu, w1);
+        } else {
+          const __m256i xs = vnni256_broadcast4(t.xq + at);
+          acc[i][0] = Dot::apply(acc[i][0], w0, xs);
+          acc[i][1] = Dot::apply(acc[i][1], w1, xs);
+        }
+      }
+    }
+    const auto* scales = reinterpret_cast<const float*>(block + 32 * kVnni256Rows);
+    const auto* sums = reinterpret_cast<const int32_t*>(block + 36 * kVnni256Rows);
+    const __m256 s0 = _mm256_loadu_ps(scales), s1 = _mm256_loadu_ps(scales + 8);
+    const __m256i w_sum0 = vnni256_load(reinterpret_cast<const uint8_t*>(sums));
+    const __m256i w_sum1 = vnni256_load(reinterpret_cast<const uint8_t*>(sums + 8));
+    for (int i = 0; i < R; ++i) {
+      const __m256i x_sum = _mm256_set1_epi32(8 * t.xsum[i * t.ldxs + b]);
+      const __m256i d0 = _mm256_sub_epi32(acc[i][0], Q8 ? w_sum0 : x_sum);
+      const __m256i d1 = _mm256_sub_epi32(acc[i][1], Q8 ? w_sum1 : x_sum);
+      const __m256 sx = _mm256_set1_ps(t.xscale[i * t.ldxs + b]);
+      float* c = t.c + i * t.ldc;
+      _mm256_storeu_ps(
+          c, _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), _mm256_mul_ps(s0, sx), _mm256_loadu_ps(c)));
+      _mm256_storeu_ps(c + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(d1), _mm256_mul_ps(s1, sx),
+                                              _mm256_loadu_ps(c + 8)));
+    }
+  }
+}
+
+template <class Dot, bool Q8>
+void vnni256_tile_rows(const Int8Tile& t) {
+  switch (t.rows) {
+    case 1:
+      return vnni256_tile<Dot, 1, Q8>(t);
+    case 2:
+      return vnni256_tile<Dot, 2, Q8>(t);
+    case 3:
+      return vnni256_tile<Dot, 3, Q8>(t);
+    default:
+      return vnni256_tile<Dot, 4, Q8>(t);
+  }
+}
+
+}  // namespace
+}  // namespace qvl::ops::kernels

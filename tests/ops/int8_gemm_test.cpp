@@ -1,0 +1,185 @@
+// The int8 GEMM (m >= 16 on q8/q4): every micro-kernel this CPU runs against the scalar int8
+// oracle on all tail shapes, its error against the exact product, and its dispatch.
+#include "ops/int8_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "isa_test_util.h"
+#include "ops/packed_kernels.h"
+#include "ops/packed_matrix.h"
+
+namespace qvl::ops {
+namespace {
+
+using testing::random_vector;
+
+struct Problem {
+  int64_t n, k, m;
+};
+
+// The oracle's fp32 sums and a kernel's differ only in order and fma rounding: per output at most
+// a few ulps of the sum of |term| over blocks, which sum |w| * |x| (dequantized w, fp32 x) bounds
+// within the activation rounding.
+double summation_bound(const std::vector<float>& wd, const std::vector<float>& x, int64_t k,
+                       int64_t i, int64_t r) {
+  double s = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    s += std::fabs(static_cast<double>(wd[static_cast<size_t>(r * k + j)]) *
+                   x[static_cast<size_t>(i * k + j)]);
+  }
+  return 4e-6 * s + 1e-6;
+}
+
+std::vector<float> dequantized(const PackedMatrix& w) {
+  std::vector<float> wd(static_cast<size_t>(w.rows() * w.cols()));
+  for (int64_t r = 0; r < w.rows(); ++r) w.row_to_f32(r, wd.data() + r * w.cols());
+  return wd;
+}
+
+class Int8GemmKernels : public ::testing::TestWithParam<Int8GemmKernel> {
+ protected:
+  void SetUp() override {
+    if (!cpu_runs_int8_gemm_kernel(GetParam())) {
+      GTEST_SKIP() << "this CPU cannot run the " << int8_gemm_kernel_name(GetParam())
+                   << " int8 GEMM kernel; skipped";
+    }
+  }
+};
+
+TEST_P(Int8GemmKernels, MatchesTheScalarOracleOnEveryTail) {
+  // k: one chunk of 256 with a 32-column tail, several chunks and a 96-column tail, exactly 256,
+  // and a large depth; n: partial strips of 16 and 32 and a partial row block of 64, and tiny;
+  // m: exactly kGemmMinRows, tails of the 4- and 6-row x tiles, and two x blocks of 256 rows.
+  const Problem problems[] = {{42, 288, 16},  {101, 1120, 70}, {64, 256, 19}, {5, 96, 23},
+                              {20, 6144, 16}, {130, 512, 33},  {16, 32, 17},  {20, 320, 300}};
+  for (const Problem& p : problems) {
+    const auto w = random_vector(static_cast<size_t>(p.n * p.k), 60, 0.05f);
+    auto x = random_vector(static_cast<size_t>(p.m * p.k), 61, 1.0f);
+    for (int64_t j = 0; j < 32; ++j) x[static_cast<size_t>(j)] = 0.0f;  // an all-zero block
+    const auto bias = random_vector(static_cast<size_t>(p.n), 62, 1.0f);
+    for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+      const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), p.n, p.k}, type);
+      const auto wd = dequantized(packed);
+      std::vector<float> want(static_cast<size_t>(p.m * p.n)), got(want.size(), NAN);
+      int8_gemm_reference(x.data(), p.m, packed, bias.data(), want.data());
+      int8_gemm(GetParam(), x.data(), p.m, packed, bias.data(), got.data());
+      for (int64_t i = 0; i < p.m; ++i) {
+        for (int64_t r = 0; r < p.n; ++r) {
+          const size_t at = static_cast<size_t>(i * p.n + r);
+          ASSERT_NEAR(got[at], want[at], summation_bound(wd, x, p.k, i, r))
+              << quant_type_name(type) << " n " << p.n << " k " << p.k << " m " << p.m
+              << " at x row " << i << ", w row " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Int8GemmKernels, StaysWithinTheActivationRoundingBoundOfTheExactProduct) {
+  // Per block, int8 x is off by at most half a step (absmax / 254) per element, so an output is
+  // off by at most sum over blocks of sum|w| * absmax(x) / 254 from the exact product of the
+  // (dequantized) weights with fp32 x, plus fp32 summation.
+  const int64_t n = 37, k = 800, m = 21;
+  const auto w = random_vector(static_cast<size_t>(n * k), 70, 0.05f);
+  auto x = random_vector(static_cast<size_t>(m * k), 71, 1.0f);
+  for (size_t j = 0; j < x.size(); j += 97) x[j] *= 30.0f;  // outliers, as real activations have
+  for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+    const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
+    const auto wd = dequantized(packed);
+    std::vector<float> y(static_cast<size_t>(m * n), NAN);
+    int8_gemm(GetParam(), x.data(), m, packed, nullptr, y.data());
+    double worst_share = 0;  // largest error as a share of its bound
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t r = 0; r < n; ++r) {
+        double exact = 0, bound = 0;
+        for (int64_t b = 0; b < k / 32; ++b) {
+          double abs_w = 0, amax = 0;
+          for (int64_t j = b * 32; j < b * 32 + 32; ++j) {
+            const double wv = wd[static_cast<size_t>(r * k + j)];
+            const double xv = x[static_cast<size_t>(i * k + j)];
+            exact += wv * xv;
+            abs_w += std::fabs(wv);
+            amax = std::max(amax, std::fabs(xv));
+          }
+          bound += abs_w * amax / 254.0;
+        }
+        bound = bound * 1.001 + summation_bound(wd, x, k, i, r);
+        const double err = std::fabs(y[static_cast<size_t>(i * n + r)] - exact);
+        ASSERT_LE(err, bound) << quant_type_name(type) << " x row " << i << ", w row " << r;
+        worst_share = std::max(worst_share, err / bound);
+      }
+    }
+    // The bound is a worst case; typical errors are far below it (random rounding errors cancel).
+    EXPECT_LT(worst_share, 0.5) << quant_type_name(type);
+  }
+}
+
+TEST_P(Int8GemmKernels, RowsMatchTheDecodeGemv) {
+  // The same x quantization and integer block dots as the m = 1 kernels: a prompt row gets what
+  // decoding it alone would give, up to fp32 summation order.
+  const int64_t n = 45, k = 1056, m = 18;
+  const auto w = random_vector(static_cast<size_t>(n * k), 80, 0.05f);
+  const auto x = random_vector(static_cast<size_t>(m * k), 81, 1.0f);
+  for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+    const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
+    const auto wd = dequantized(packed);
+    std::vector<float> all(static_cast<size_t>(m * n)), one(static_cast<size_t>(n));
+    int8_gemm(GetParam(), x.data(), m, packed, nullptr, all.data());
+    for (int64_t i = 0; i < m; ++i) {
+      matmul(x.data() + i * k, 1, packed, nullptr, one.data());
+      for (int64_t r = 0; r < n; ++r) {
+        ASSERT_NEAR(all[static_cast<size_t>(i * n + r)], one[static_cast<size_t>(r)],
+                    summation_bound(wd, x, k, i, r))
+            << quant_type_name(type) << " x row " << i << ", w row " << r;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKernels, Int8GemmKernels,
+                         ::testing::Values(Int8GemmKernel::kAvx2, Int8GemmKernel::kAvxVnni,
+                                           Int8GemmKernel::kAvx512Vnni,
+                                           Int8GemmKernel::kAvxVnniEmulated),
+                         [](const ::testing::TestParamInfo<Int8GemmKernel>& info) {
+                           std::string name = int8_gemm_kernel_name(info.param);
+                           for (char& c : name) c = c == '-' ? '_' : c;
+                           return name;
+                         });
+
+// Restores the default activations however a test ends.
+struct ActivationsScope {
+  explicit ActivationsScope(GemmActivations act) { set_gemm_activations(act); }
+  ~ActivationsScope() { set_gemm_activations(std::nullopt); }
+};
+
+TEST(Int8GemmDispatch, MatmulUsesTheInt8GemmUnlessToldF32) {
+  if (best_isa() == IsaLevel::kScalar) GTEST_SKIP() << "no SIMD level: the GEMMs are not used";
+  const int64_t n = 24, k = 320, m = kernels::kGemmMinRows;
+  const auto w = random_vector(static_cast<size_t>(n * k), 90, 0.05f);
+  const auto x = random_vector(static_cast<size_t>(m * k), 91, 1.0f);
+  const Int8GemmKernel best = best_isa() == IsaLevel::kAvx512 ? Int8GemmKernel::kAvx512Vnni
+                              : cpu_has_avx_vnni()            ? Int8GemmKernel::kAvxVnni
+                                                              : Int8GemmKernel::kAvx2;
+  for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+    const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
+    std::vector<float> int8(static_cast<size_t>(m * n)), f32(int8.size()), direct(int8.size());
+    int8_gemm(best, x.data(), m, packed, nullptr, direct.data());
+    {
+      ActivationsScope scope(GemmActivations::kInt8);
+      matmul(x.data(), m, packed, nullptr, int8.data());
+    }
+    {
+      ActivationsScope scope(GemmActivations::kF32);
+      matmul(x.data(), m, packed, nullptr, f32.data());
+    }
+    EXPECT_EQ(int8, direct) << quant_type_name(type);
+    EXPECT_NE(f32, int8) << quant_type_name(type) << ": f32 activations must not round x";
+  }
+}
+
+}  // namespace
+}  // namespace qvl::ops
