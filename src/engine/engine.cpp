@@ -6,10 +6,12 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/stage_profile.h"
 #include "base/thread_pool.h"
 #include "base/timer.h"
 #include "engine/image_features.h"
 #include "engine/loaded_model.h"
+#include "engine/model_cost.h"
 #include "engine/prompt.h"
 #include "engine/prompt_embeddings.h"
 #include "engine/sampler.h"
@@ -49,6 +51,8 @@ class EngineImpl : public Engine {
       info_.weights = ops::quant_type_name(model_->text_weights.layers[0].q_proj.type());
     }
     info_.kv_cache = decoder_.kv_type() == KVType::kF16 ? "f16" : "f32";
+    info_.cost = model_cost(model_->config, model_->text_weights, model_->vision_weights,
+                            decoder_.kv_type());
     info_.image_min_tokens = min_tokens;
     info_.image_max_tokens = max_tokens;
     const GenerationConfig& g = model_->generation;
@@ -117,6 +121,7 @@ std::vector<ImageFeatures> EngineImpl::encode_images(const GenerationRequest& re
     std::lock_guard<TurnLock> turn(turn_);
     if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
     try {
+      const profile::StageScope stage(profile::Phase::kVision);
       out.push_back(encode_image_bytes(vision_, in.bytes.data(), in.bytes.size(), limits, pre));
     } catch (const Error& e) {
       fail(e.code(), "image " + std::to_string(idx + 1) + ": " + e.what());
@@ -187,6 +192,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
   {
     std::lock_guard<TurnLock> turn(turn_);
     if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
+    const profile::StageScope stage(profile::Phase::kPrefill);
     std::vector<float> final_norm(static_cast<size_t>(n * hidden));
     decoder_.forward(x.data(), n, pos.pos.data(), cache, prompt.adds_or_null(), final_norm.data());
     std::copy(final_norm.end() - hidden, final_norm.end(), hidden_row.begin());
@@ -194,10 +200,14 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
   }
   result.stats.prompt_ms = prefill_timer.millis();
   const Timer decode_timer;
+  const profile::StageScope decode_stage(profile::Phase::kDecode);
   result.finish = FinishReason::kLength;
   for (int64_t step = 0; step < max_new; ++step) {
-    const int64_t token =
-        sampler.sample(logits.data(), cfg.text.vocab_size, ids, result.completion_ids);
+    int64_t token = 0;
+    {
+      const profile::StageScope stage(profile::Work::kSampler);
+      token = sampler.sample(logits.data(), cfg.text.vocab_size, ids, result.completion_ids);
+    }
     if (step == 0) result.stats.ttft_ms = total.millis();
     if (!sp.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) {
       result.finish = FinishReason::kStop;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/stage_profile.h"
 #include "model/weights_util.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
@@ -152,6 +153,7 @@ void TextDecoder::forward(const float* x, int64_t n, const int64_t* positions, K
 }
 
 void TextDecoder::logits(const float* hidden, int64_t rows, float* out) const {
+  const profile::StageScope stage(profile::Work::kLmHead);
   ops::matmul(hidden, rows, w_.lm_head, nullptr, out);
 }
 

@@ -7,6 +7,7 @@
 #include "base/aligned_buffer.h"
 #include "base/half.h"
 #include "base/log.h"
+#include "base/stage_profile.h"
 #include "base/thread_pool.h"
 #include "ops/attention_kernels.h"
 #include "ops/half_convert.h"
@@ -268,11 +269,13 @@ IsaLevel attention_isa() {
 
 void attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
                const AttentionShape& s, int64_t causal_offset, float* out) {
+  const profile::StageScope stage(profile::Work::kAttention);
   attention_on(attention_isa(), q, nq, KV{k, v, nullptr, nullptr}, nk, s, causal_offset, out);
 }
 
 void attention(const float* q, int64_t nq, const uint16_t* k, const uint16_t* v, int64_t nk,
                const AttentionShape& s, int64_t causal_offset, float* out) {
+  const profile::StageScope stage(profile::Work::kAttention);
   attention_on(attention_isa(), q, nq, KV{nullptr, nullptr, k, v}, nk, s, causal_offset, out);
 }
 

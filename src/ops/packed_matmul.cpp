@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "base/log.h"
+#include "base/stage_profile.h"
 #include "base/thread_pool.h"
 #include "ops/matmul.h"
 #include "ops/packed_kernels.h"
@@ -384,7 +385,31 @@ IsaLevel active_isa() {
   return level < 0 ? best_isa() : static_cast<IsaLevel>(level);
 }
 
+MatmulArithmetic matmul_arithmetic(QuantType type, int64_t m) {
+  // Mirrors the dispatch of matmul and matmul_on.
+  const IsaLevel isa = active_isa();
+  if (type == QuantType::kExact) return MatmulArithmetic::kF32;
+  if (isa != IsaLevel::kScalar && m >= kernels::kGemmMinRows) return MatmulArithmetic::kF32;
+  if (type == QuantType::kBF16) {
+    return isa == IsaLevel::kAvx512 ? MatmulArithmetic::kBF16Dot : MatmulArithmetic::kF32;
+  }
+  return MatmulArithmetic::kInt8Dot;
+}
+
+const char* matmul_arithmetic_name(MatmulArithmetic arithmetic) {
+  switch (arithmetic) {
+    case MatmulArithmetic::kF32:
+      return "fp32";
+    case MatmulArithmetic::kBF16Dot:
+      return "bf16";
+    case MatmulArithmetic::kInt8Dot:
+      return "int8";
+  }
+  return "?";
+}
+
 void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias, float* y) {
+  const profile::StageScope stage(profile::Work::kMatmul);
   if (m <= 0) return;
   if (w.type() == QuantType::kExact) {
     ops::matmul(x, m, w.exact_source(), bias, y);
