@@ -171,7 +171,7 @@ json machine_json(const ops::MachineProbe& m) {
   for (const ops::ProbeFigures& f : m.figures) {
     threads[std::to_string(f.threads)] = {
         {"dram_read_gb_per_s", f.dram_read_gb_per_s},
-        {"dram_cpu_share", f.dram_cpu_share},
+        {"dram_concurrent_rounds", f.dram_concurrent_rounds},
         {"fp32_fma_gflop_per_s", f.fp32_fma_gflop_per_s},
         {"bf16_dot_gflop_per_s", optional_json(f.bf16_dot_gflop_per_s)},
         {"int8_dot_gop_per_s", f.int8_dot_gop_per_s}};

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -38,7 +39,6 @@ double thread_cpu_seconds() {
 struct RunResult {
   double wall_seconds = 0;
   double chunks_per_cpu_second = 0;  // sum over threads of chunks done / CPU seconds used
-  double cpu_share = 0;              // sum of CPU seconds / (threads x wall seconds)
 };
 
 // Runs chunk(i) for every i in [0, total) on `threads` threads of our own, which take indexes
@@ -69,13 +69,10 @@ RunResult run_chunks(int threads, int64_t total, const std::function<void(int64_
   for (auto& th : pool) th.join();
   RunResult r;
   r.wall_seconds = std::max(timer.seconds(), 1e-9);
-  double cpu_total = 0;
   for (size_t t = 0; t < cpu.size(); ++t) {
-    cpu_total += cpu[t];
     if (done[t] > 0)
       r.chunks_per_cpu_second += static_cast<double>(done[t]) / std::max(cpu[t], 1e-9);
   }
-  r.cpu_share = cpu_total / (threads * r.wall_seconds);
   return r;
 }
 
@@ -101,22 +98,110 @@ double best_compute_rate(int threads, double seconds, int64_t ops_per_iter,
   return best * static_cast<double>(kChunkIters * ops_per_iter * 2);
 }
 
-// Best streaming read rate (bytes/s) over `buffer`: passes of the whole buffer in 1 MiB chunks.
-// cpu_share receives the share of that pass.
-double best_read_rate(int threads, double seconds, const AlignedBuffer<uint8_t>& buffer,
-                      uint64_t (*read)(const uint8_t*, size_t), double& cpu_share) {
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// All threads wait until the last one arrives (spinning politely: rounds are short).
+class SpinBarrier {
+ public:
+  explicit SpinBarrier(int n) : n_(n) {}
+  void wait() {
+    const int generation = generation_.load(std::memory_order_acquire);
+    if (count_.fetch_add(1, std::memory_order_acq_rel) == n_ - 1) {
+      count_.store(0, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    while (generation_.load(std::memory_order_acquire) == generation) std::this_thread::yield();
+  }
+
+ private:
+  const int n_;
+  std::atomic<int> count_{0};
+  std::atomic<int> generation_{0};
+};
+
+struct ReadRounds {
+  double bytes_per_second = 0;  // 0 when no round qualified
+  int valid = 0;
+};
+
+// Bandwidth needs the threads to read at the same time, which a busy machine does not always
+// allow, so it is measured in short rounds: the threads meet at a barrier, each reads its own
+// slice (slices walk through the buffer, so none is still cached), and a round counts only when
+// every thread read without being descheduled (CPU time >= 90% of wall time) and the reads
+// overlapped. A round's rate is the sum of the threads' rates; the figure is the 90th percentile
+// of the rounds that counted (the best if fewer than 10).
+ReadRounds read_in_rounds(int threads, double seconds, const AlignedBuffer<uint8_t>& buffer,
+                          uint64_t (*read)(const uint8_t*, size_t)) {
+  const size_t slice = std::min<size_t>(size_t{8} << 20, buffer.size() / (2 * threads) / 64 * 64);
+  const size_t slices = buffer.size() / std::max<size_t>(slice, 64);
+  struct Sample {
+    double wall0, wall1, cpu0, cpu1;
+  };
+  std::vector<Sample> samples(static_cast<size_t>(threads));
+  std::vector<double> rates;
+  SpinBarrier barrier(threads);
+  std::atomic<bool> stop{false};
+  const double start = wall_seconds();
+  const auto evaluate = [&] {  // thread 0, between rounds
+    double first_end = 1e300, last_start = 0, longest = 0, rate = 0;
+    bool ran_through = true;
+    for (const Sample& s : samples) {
+      const double wall = s.wall1 - s.wall0;
+      ran_through = ran_through && s.cpu1 - s.cpu0 >= 0.9 * wall;
+      first_end = std::min(first_end, s.wall1);
+      last_start = std::max(last_start, s.wall0);
+      longest = std::max(longest, wall);
+      rate += static_cast<double>(slice) / std::max(wall, 1e-9);
+    }
+    if (ran_through && first_end - last_start >= 0.8 * longest) rates.push_back(rate);
+    const double elapsed = wall_seconds() - start;
+    if ((elapsed >= seconds && rates.size() >= 5) || elapsed >= std::max(0.5, 10 * seconds)) {
+      stop.store(true, std::memory_order_relaxed);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      Sample& s = samples[static_cast<size_t>(t)];
+      for (size_t round = 0;; ++round) {
+        barrier.wait();
+        if (stop.load(std::memory_order_relaxed)) return;
+        const uint8_t* p = buffer.data() + (round * threads + t) % slices * slice;
+        s.cpu0 = thread_cpu_seconds();
+        s.wall0 = wall_seconds();
+        sink(read(p, slice));
+        s.wall1 = wall_seconds();
+        s.cpu1 = thread_cpu_seconds();
+        barrier.wait();
+        if (t == 0) evaluate();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  ReadRounds r;
+  r.valid = static_cast<int>(rates.size());
+  if (!rates.empty()) {
+    std::sort(rates.begin(), rates.end());
+    r.bytes_per_second = rates.size() >= 10 ? rates[rates.size() * 9 / 10] : rates.back();
+  }
+  return r;
+}
+
+// Best streaming read rate (bytes/s) over `buffer` from passes in 1 MiB chunks, each thread's
+// rate over its CPU time: the fallback when no round of read_in_rounds qualified.
+double read_rate_per_cpu_time(int threads, const AlignedBuffer<uint8_t>& buffer,
+                              uint64_t (*read)(const uint8_t*, size_t)) {
   constexpr size_t kChunk = size_t{1} << 20;
   const int64_t chunks = static_cast<int64_t>(buffer.size() / kChunk);
-  const Timer budget;
   double best = 0;
-  for (int pass = 0; pass < kRuns || (budget.seconds() < seconds && pass < 20); ++pass) {
+  for (int pass = 0; pass < kRuns; ++pass) {
     const RunResult r = run_chunks(threads, chunks, [&](int64_t i) {
       sink(read(buffer.data() + static_cast<size_t>(i) * kChunk, kChunk));
     });
-    if (r.chunks_per_cpu_second > best) {
-      best = r.chunks_per_cpu_second;
-      cpu_share = r.cpu_share;
-    }
+    best = std::max(best, r.chunks_per_cpu_second);
   }
   return best * static_cast<double>(kChunk);
 }
@@ -206,8 +291,11 @@ MachineProbe probe_machine(const ProbeOptions& options) {
   for (const int t : counts) {
     ProbeFigures f;
     f.threads = t;
+    const ReadRounds rounds = read_in_rounds(t, options.seconds, buffer, read);
+    f.dram_concurrent_rounds = rounds.valid;
     f.dram_read_gb_per_s =
-        best_read_rate(t, options.seconds, buffer, read, f.dram_cpu_share) * 1e-9;
+        (rounds.valid > 0 ? rounds.bytes_per_second : read_rate_per_cpu_time(t, buffer, read)) *
+        1e-9;
     f.fp32_fma_gflop_per_s =
         best_compute_rate(
             t, options.seconds, fma_ops,
@@ -231,64 +319,4 @@ MachineProbe probe_machine(const ProbeOptions& options) {
   return m;
 }
 
-// The scalar loops: the oracles of the SIMD ones, and the probe on CPUs without AVX2.
-namespace probe_kernels {
-
-#define QVL_OPAQUE_FLOAT(v) asm volatile("" : "+x"(v))
-#define QVL_OPAQUE_INT(v) asm volatile("" : "+r"(v))
-
-float fma_loop_scalar(int64_t iters, float a, float b) {
-  float acc[8];
-  for (auto& x : acc) {
-    x = 0.0f;
-    QVL_OPAQUE_FLOAT(x);
-  }
-  for (int64_t i = 0; i < iters; ++i) {
-    for (auto& x : acc) x = x * a + b;
-  }
-  return *std::min_element(acc, acc + 8);
-}
-
-float bf16_dot_loop_scalar(int64_t iters, float a, float b) {
-  const auto to_bf16 = [](float f) {
-    return std::bit_cast<float>(std::bit_cast<uint32_t>(f) & 0xffff0000u);
-  };
-  const float product = to_bf16(a) * to_bf16(b);  // exact in fp32
-  float acc = 0.0f;
-  for (int64_t i = 0; i < iters; ++i) {
-    acc += product;  // the odd pair, then the even pair, rounded in turn
-    acc += product;
-  }
-  return acc;
-}
-
-int32_t int8_dot_loop_scalar(int64_t iters, uint8_t u, int8_t s) {
-  // Each accumulator multiplies its own opaque copy of u every iteration (else the compiler
-  // would sum the loop in closed form); the 4 equal products of a lane are one multiply.
-  int32_t acc[4], uk[4];
-  for (int k = 0; k < 4; ++k) {
-    acc[k] = 0;
-    uk[k] = u;
-    QVL_OPAQUE_INT(acc[k]);
-  }
-  for (int64_t i = 0; i < iters; ++i) {
-    asm volatile("" : "+r"(uk[0]), "+r"(uk[1]), "+r"(uk[2]), "+r"(uk[3]));
-    for (int k = 0; k < 4; ++k) acc[k] += 4 * (uk[k] * s);
-  }
-  return *std::min_element(acc, acc + 4);
-}
-
-uint64_t read_sum_scalar(const uint8_t* p, size_t bytes) {
-  const auto* w = reinterpret_cast<const uint64_t*>(p);
-  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  for (size_t i = 0; i < bytes / 8; i += 4) {
-    s0 += w[i];
-    s1 += w[i + 1];
-    s2 += w[i + 2];
-    s3 += w[i + 3];
-  }
-  return s0 + s1 + s2 + s3;
-}
-
-}  // namespace probe_kernels
 }  // namespace qvl::ops

@@ -3,13 +3,13 @@
 // threads. `qvl bench` reports its speeds as a percentage of these ceilings.
 //
 // Compute peaks come from register-only loops with enough independent accumulators to keep every
-// pipeline busy (machine_probe_kernels.h); bandwidth from streaming reads over a buffer several
-// times the size of the last-level cache. Each figure is the best of a few runs. Work is handed
-// out in small chunks from a shared counter to threads of the probe's own, and each thread's rate
-// is taken over its own CPU time (summed over threads): what N threads deliver when each has a
-// core, even on a machine where other processes take turns with them. For bandwidth that assumes
-// the threads ran together; dram_cpu_share says how much they did (1 = all the time; well below 1
-// on a busy machine, where the many-thread figure may then overstate by up to N times).
+// pipeline busy (machine_probe_kernels.h), run by threads of the probe's own that take work in
+// small chunks from a shared counter; each thread's rate is taken over its own CPU time and the
+// rates are summed: what N threads deliver when each has a core, even on a machine where other
+// processes take turns with them. Bandwidth comes from streaming reads over a buffer several
+// times the size of the last-level cache, in short rounds that count only when all threads read
+// at the same time undisturbed (see machine_probe.cpp); if none does (a very busy machine), from
+// per-CPU-time rates like the compute peaks, which then assume the threads ran together.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,7 @@ struct ProbeOptions {
 struct ProbeFigures {
   int threads = 0;
   double dram_read_gb_per_s = 0;    // 1e9 bytes/s
-  double dram_cpu_share = 0;        // CPU seconds of the best pass / (threads x its wall seconds)
+  int dram_concurrent_rounds = 0;   // rounds the bandwidth came from (0: per-CPU-time fallback)
   double fp32_fma_gflop_per_s = 0;  // multiply-add = 2 flops
   std::optional<double> bf16_dot_gflop_per_s;  // absent without vdpbf16ps at the active level
   double int8_dot_gop_per_s = 0;               // multiply-add of a byte pair = 2 ops
