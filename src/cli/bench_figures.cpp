@@ -69,6 +69,15 @@ StageTimes vision_stages(const profile::Totals& t) {
                    1.0);
 }
 
+StageTimes decode_stages(const profile::Totals& t, double steps) {
+  return stages_of(t, Phase::kDecode,
+                   {{"gemv", Work::kMatmul},
+                    {"attention", Work::kAttention},
+                    {"lm_head", Work::kLmHead},
+                    {"sampler", Work::kSampler}},
+                   steps);
+}
+
 double decode_rate(const GenerationResult& r) {
   // The first token comes from the prefill; the rest are decode steps.
   return 1000.0 * static_cast<double>(r.stats.completion_tokens - 1) / r.stats.decode_ms;
@@ -143,14 +152,7 @@ RunFigures measure_run(Engine& engine, const BenchSettings& s,
     decode_tps.push_back(decode_rate(dec));
     const auto steps = static_cast<double>(std::max<int64_t>(1, dec.stats.completion_tokens - 1));
     f.decode_mean_context = static_cast<double>(dec.stats.prompt_tokens) + steps / 2;
-    accumulate(f.decode_stages,
-               stages_of(profile::totals(), Phase::kDecode,
-                         {{"gemv", Work::kMatmul},
-                          {"attention", Work::kAttention},
-                          {"lm_head", Work::kLmHead},
-                          {"sampler", Work::kSampler}},
-                         steps),
-               s.repeats);
+    accumulate(f.decode_stages, decode_stages(profile::totals(), steps), s.repeats);
   }
   f.vision_small.ms = median(vision_small);
   f.vision_large.ms = median(vision_large);
@@ -161,7 +163,7 @@ RunFigures measure_run(Engine& engine, const BenchSettings& s,
   // Decode after a long prompt: once per context (each costs a prefill of that length).
   for (const int64_t context : s.contexts) {
     if (context <= 0) {
-      f.contexts.push_back({0, f.decode_tok_per_s, f.decode_mean_context});
+      f.contexts.push_back({0, f.decode_tok_per_s, f.decode_mean_context, f.decode_stages});
       continue;
     }
     if (context + s.decode_tokens >= engine.info().context_length) {
@@ -171,11 +173,13 @@ RunFigures measure_run(Engine& engine, const BenchSettings& s,
       continue;
     }
     if (!prompt_cache.count(context)) prompt_cache[context] = prompt_of_length(engine, context);
+    profile::reset();
     const GenerationResult r =
         engine.generate(text_request(prompt_cache[context], s.decode_tokens));
     const auto steps = static_cast<double>(std::max<int64_t>(1, r.stats.completion_tokens - 1));
-    f.contexts.push_back(
-        {context, decode_rate(r), static_cast<double>(r.stats.prompt_tokens) + steps / 2});
+    f.contexts.push_back({context, decode_rate(r),
+                          static_cast<double>(r.stats.prompt_tokens) + steps / 2,
+                          decode_stages(profile::totals(), steps)});
   }
   return f;
 }

@@ -33,6 +33,7 @@ struct ContextFigure {
   int64_t context = 0;  // prompt tokens before decoding
   double tok_per_s = 0;
   double mean_context = 0;  // average KV length over the decode steps
+  StageTimes stages;        // per token
 };
 
 struct RunFigures {

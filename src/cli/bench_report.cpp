@@ -123,6 +123,7 @@ json run_json(const BenchContext& ctx, const RunFigures& f) {
     const std::string label = context_label(c.context);
     j["decode_tok_per_s_ctx" + label] = c.tok_per_s;
     j["decode_pct_of_dram_ctx" + label] = pct(decode_gb_per_s(c.tok_per_s, c.mean_context), dram);
+    if (c.context > 0) stages["decode_ctx" + label + "_ms_per_token"] = stages_json(c.stages);
   }
   stages["decode_ms_per_token"] = stages_json(f.decode_stages);
   const auto matrix_bytes = static_cast<double>(cost.decode_weight_bytes - cost.lm_head_bytes);

@@ -59,6 +59,8 @@ covers(r.stages.prefill_ms, ["gemm", "attention", "lm_head", "other"],
        1000 * r.prompt_tokens / r.prompt_tok_per_s, "prefill ");
 covers(r.stages.decode_ms_per_token, ["gemv", "attention", "lm_head", "sampler", "other"],
        1000 / r.decode_tok_per_s, "decode ");
+covers(r.stages.decode_ctx1k_ms_per_token, ["gemv", "attention", "lm_head", "sampler", "other"],
+       1000 / r.decode_tok_per_s_ctx1k, "decode at 1k ");
 for (const [o, k] of [[r.stages.prefill_ms, "gemm"], [r.stages.decode_ms_per_token, "gemv"],
                       [r.stages.vision_448x448_ms, "blocks_gemm"]])
   positive(o, k);
