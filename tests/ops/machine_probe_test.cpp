@@ -18,7 +18,7 @@ namespace pk = probe_kernels;
 
 bool cpu_runs(IsaLevel level) {
   if (static_cast<int>(best_isa()) >= static_cast<int>(level)) return true;
-  std::printf("[  SKIPPED ] this CPU lacks %s; its probe loops are compiled but not run\n",
+  std::printf("note: this CPU lacks %s; its probe loops are compiled but not run\n",
               isa_level_name(level));
   return false;
 }
