@@ -3,6 +3,7 @@
 // may be shared: compare reference and fast from the same run, and note the load average.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -12,6 +13,7 @@
 #include "ops/attention.h"
 #include "ops/attention_kernels.h"
 #include "ops/elementwise_kernels.h"
+#include "ops/packed_kernels.h"
 
 namespace {
 
@@ -77,6 +79,65 @@ BENCHMARK_CAPTURE(BM_AttentionDecode4096, reference, false)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_AttentionDecode4096, fast, true)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The 16-bit KV cache of the 2B text model (16 query heads on 8 kv heads of 128), contiguous
+// (page_rows 0) or in pages of page_rows positions scattered through a pool in shuffled order,
+// as the engine's paged cache hands them out. Args: nq, nk, page_rows; causal, the last query at
+// the last key (decode: nq = 1).
+void BM_AttentionPagedF16(benchmark::State& state) {
+  const int64_t nq = state.range(0), nk = state.range(1), page_rows = state.range(2);
+  const AttentionShape s{16, 8, 128, 1.0f / std::sqrt(128.0f)};
+  const int64_t row_elems = s.n_kv_heads * s.head_dim;
+  Inputs in = make_inputs(nq, nk, s);
+  std::vector<uint16_t> k16(in.k.size()), v16(in.v.size());
+  for (size_t i = 0; i < k16.size(); ++i) {
+    k16[i] = qvl::ops::kernels::f32_to_f16(in.k[i]);
+    v16[i] = qvl::ops::kernels::f32_to_f16(in.v[i]);
+  }
+  const int64_t rows_per_page = page_rows > 0 ? page_rows : nk;
+  const int64_t n_pages = (nk + rows_per_page - 1) / rows_per_page;
+  const int64_t page_elems = rows_per_page * row_elems;
+  std::vector<uint16_t> k_pool(static_cast<size_t>(n_pages * page_elems));
+  std::vector<uint16_t> v_pool(k_pool.size());
+  std::vector<int64_t> slot(static_cast<size_t>(n_pages));
+  for (int64_t x = 0; x < n_pages; ++x) slot[static_cast<size_t>(x)] = x;
+  std::shuffle(slot.begin(), slot.end(), std::mt19937(7));
+  std::vector<const uint16_t*> k_pages, v_pages;
+  for (int64_t x = 0; x < n_pages; ++x) {
+    const int64_t from = x * page_elems;
+    const int64_t count = std::min(page_elems, nk * row_elems - from);
+    const int64_t to = slot[static_cast<size_t>(x)] * page_elems;
+    std::copy(k16.begin() + from, k16.begin() + from + count, k_pool.begin() + to);
+    std::copy(v16.begin() + from, v16.begin() + from + count, v_pool.begin() + to);
+    k_pages.push_back(k_pool.data() + to);
+    v_pages.push_back(v_pool.data() + to);
+  }
+  qvl::ops::PagedKV kv;
+  kv.k16_pages = k_pages.data();
+  kv.v16_pages = v_pages.data();
+  kv.page_rows = page_rows;
+  for (auto _ : state) {
+    if (page_rows > 0) {
+      qvl::ops::attention(in.q.data(), nq, kv, nk, s, nk - nq, in.out.data());
+    } else {
+      qvl::ops::attention(in.q.data(), nq, k16.data(), v16.data(), nk, s, nk - nq, in.out.data());
+    }
+    benchmark::DoNotOptimize(in.out.data());
+  }
+  // K and V bytes read per call (decode is bound by them).
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(2 * nk * row_elems * 2),
+                                              benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1) state.counters["load1"] = load[0];
+}
+BENCHMARK(BM_AttentionPagedF16)
+    ->ArgNames({"nq", "nk", "page"})
+    ->ArgsProduct({{1}, {1024, 4096}, {0, 16, 32, 64}})
+    ->Args({512, 512, 0})
+    ->Args({512, 512, 32})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // The vision MLP activation: 784 patches x 4096 (one call per layer).
 void BM_GeluTanhVision(benchmark::State& state, bool fast) {

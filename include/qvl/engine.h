@@ -27,6 +27,15 @@ struct EngineOptions {
   uint64_t max_image_pixels = 50'000'000;  // decoded size limit (width * height)
   size_t max_image_bytes = 32u << 20;      // encoded size limit per image
   int64_t max_context = 0;                 // 0 = the model's max_position_embeddings
+  // Serving engine (see DESIGN.md section 5). The KV cache of all requests comes from one pool of
+  // this many MiB (0 = 2048; pages become resident as they are first used); unused pages keep
+  // their content for prompts that start the same way. Vision outputs of recent images are kept
+  // within image_cache_mb (0 = 256; a negative value turns the cache off).
+  int64_t kv_cache_mb = 0;
+  int64_t image_cache_mb = 0;
+  int64_t kv_page_tokens = 32;  // positions per KV page (a multiple of 16)
+  int64_t prefill_chunk = 256;  // prompt positions per step while other requests decode
+  int64_t max_batch = 16;       // requests decoding together; more wait in order
 };
 
 struct SamplingParams {
@@ -73,6 +82,7 @@ enum class FinishReason { kStop, kLength, kCancelled };
 
 struct GenerationStats {
   int64_t prompt_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt positions reused from the prefix cache, not computed
   int64_t image_tokens = 0;
   int64_t completion_tokens = 0;
   double image_ms = 0;   // decode + preprocess + vision tower
@@ -131,6 +141,34 @@ struct ModelInfo {
   ModelCost cost;
 };
 
+// Counters of the serving engine's caches and scheduler (for /metrics and /props).
+struct EngineStats {
+  uint64_t prefix_hit_tokens = 0;     // prompt positions taken from the KV cache
+  uint64_t prefix_lookup_tokens = 0;  // prompt positions looked up
+  uint64_t image_cache_hits = 0;
+  uint64_t image_cache_misses = 0;
+  uint64_t image_cache_evictions = 0;
+  uint64_t image_cache_entries = 0;
+  uint64_t image_cache_bytes = 0;
+  uint64_t image_cache_budget_bytes = 0;
+  int64_t kv_pages_total = 0;
+  int64_t kv_pages_used = 0;    // held by running requests
+  int64_t kv_pages_cached = 0;  // idle, holding reusable prefixes
+  int64_t kv_page_tokens = 0;
+  uint64_t kv_page_bytes = 0;
+  uint64_t kv_evictions = 0;
+  uint64_t steps = 0;  // batched model steps
+  int64_t running = 0;
+  int64_t waiting = 0;
+  // Histograms: counts[i] counts observations <= bounds[i]; the last count is the rest.
+  std::vector<double> batch_size_bounds;
+  std::vector<uint64_t> batch_size_counts;
+  double batch_size_sum = 0;
+  std::vector<double> queue_wait_bounds;  // seconds from submission to admission
+  std::vector<uint64_t> queue_wait_counts;
+  double queue_wait_sum = 0;
+};
+
 class Engine {
  public:
   // Loads everything (weights are mmapped). Throws qvl::Error with a clear message.
@@ -139,9 +177,11 @@ class Engine {
 
   virtual const ModelInfo& info() const = 0;
 
-  // Thread-safe: concurrent calls take turns step by step (prefill chunk or one token), so
-  // several requests make progress together. Throws qvl::Error for bad input (image, prompt
-  // too long, bad parameters). `cancel` (optional) is polled between steps.
+  // Thread-safe: concurrent calls are batched (continuous batching: one model step advances every
+  // running request by a token, plus a chunk of a new prompt), and a prompt that starts like an
+  // earlier one reuses its cached keys and values. Batch invariance: with temperature 0 or a
+  // seed, the answer does not depend on what else runs. Throws qvl::Error for bad input (image,
+  // prompt too long, bad parameters). `cancel` (optional) is polled between steps.
   virtual GenerationResult generate(const GenerationRequest& request,
                                     const TextCallback& on_text = {},
                                     const std::atomic<bool>* cancel = nullptr) = 0;
@@ -155,6 +195,8 @@ class Engine {
   virtual ScoreResult score(const GenerationRequest& request,
                             const std::vector<int64_t>& continuation,
                             const LogitsCallback& on_logits = {}) = 0;
+
+  virtual EngineStats stats() const = 0;
 
   // Token ids of plain text (special-token text is matched as special tokens).
   virtual std::vector<int64_t> tokenize(const std::string& text) const = 0;

@@ -28,14 +28,31 @@ GenerationRequest text_request(const std::string& text, int64_t max_tokens) {
   return r;
 }
 
-// Any decodable picture works: its content does not change the amount of work.
+// Every request of a run is new to the engine: the prefix cache would otherwise skip the
+// prefill of a repeated prompt, and a repeated image would skip its vision too.
+int next_unique() {
+  static int counter = 0;
+  return ++counter;
+}
+
+// Any decodable picture works: its content does not change the amount of work. The first pixels
+// carry a counter so that no two are the same.
 GenerationRequest image_request(int w, int h) {
   GenerationRequest r = text_request("", 1);
   r.messages[0].content_is_string = false;
   r.messages[0].parts = {{ContentPart::Kind::kImage, "", 0},
                          {ContentPart::Kind::kText, "Describe this image.", -1}};
-  r.images.push_back({encode_bmp(synthetic_scene(w, h, 0)), 0, 0});
+  const int unique = next_unique();
+  RgbImage image = synthetic_scene(w, h, unique);
+  for (int i = 0; i < 4; ++i)
+    image.pixels[static_cast<size_t>(i)] = static_cast<uint8_t>(unique >> (8 * i));
+  r.images.push_back({encode_bmp(image), 0, 0});
   return r;
+}
+
+// A prompt of `target` tokens that starts with a number no other prompt of the run starts with.
+std::string unique_prompt(const Engine& engine, int64_t target) {
+  return prompt_of_length(engine, target, " r" + std::to_string(next_unique()) + ":");
 }
 
 // The phase's time split into the named works and "other" (everything else, the phase's own
@@ -85,12 +102,12 @@ double decode_rate(const GenerationResult& r) {
 
 }  // namespace
 
-std::string prompt_of_length(const Engine& engine, int64_t target) {
+std::string prompt_of_length(const Engine& engine, int64_t target, const std::string& start) {
   const int64_t overhead = static_cast<int64_t>(
       engine.tokenize("<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n").size());
   const char* words[] = {" alpha", " river", " stone", " cloud", " seven", " paper"};
-  std::string text;
-  int64_t count = 0, tokens = overhead;
+  std::string text = start;
+  int64_t count = 0, tokens = static_cast<int64_t>(engine.tokenize(text).size()) + overhead;
   // Words are about one token each: add as many as are missing (at least one) and count again,
   // so long prompts take a few tokenizations instead of one per word.
   while (tokens < target) {
@@ -108,14 +125,10 @@ std::string prompt_of_length(const Engine& engine, int64_t target) {
   return text;
 }
 
-RunFigures measure_run(Engine& engine, const BenchSettings& s,
-                       std::map<int64_t, std::string>& prompt_cache) {
+RunFigures measure_run(Engine& engine, const BenchSettings& s) {
   profile::set_enabled(true);
   RunFigures f;
   f.threads = ThreadPool::global().size();
-  if (!prompt_cache.count(s.prompt_tokens)) {
-    prompt_cache[s.prompt_tokens] = prompt_of_length(engine, s.prompt_tokens);
-  }
   std::vector<double> vision_small, vision_large, prefill_tps, decode_tps, ttft;
   for (int rep = 0; rep < s.repeats; ++rep) {
     profile::reset();
@@ -135,7 +148,8 @@ RunFigures measure_run(Engine& engine, const BenchSettings& s,
     }
 
     profile::reset();
-    const GenerationResult pre = engine.generate(text_request(prompt_cache[s.prompt_tokens], 1));
+    const GenerationResult pre =
+        engine.generate(text_request(unique_prompt(engine, s.prompt_tokens), 1));
     f.prompt_tokens = pre.stats.prompt_tokens;
     prefill_tps.push_back(1000.0 * static_cast<double>(pre.stats.prompt_tokens) /
                           pre.stats.prompt_ms);
@@ -148,7 +162,8 @@ RunFigures measure_run(Engine& engine, const BenchSettings& s,
         s.repeats);
 
     profile::reset();
-    const GenerationResult dec = engine.generate(text_request("Count.", s.decode_tokens));
+    const GenerationResult dec =
+        engine.generate(text_request("Count. r" + std::to_string(next_unique()), s.decode_tokens));
     decode_tps.push_back(decode_rate(dec));
     const auto steps = static_cast<double>(std::max<int64_t>(1, dec.stats.completion_tokens - 1));
     f.decode_mean_context = static_cast<double>(dec.stats.prompt_tokens) + steps / 2;
@@ -172,10 +187,9 @@ RunFigures measure_run(Engine& engine, const BenchSettings& s,
                      << "; skipped";
       continue;
     }
-    if (!prompt_cache.count(context)) prompt_cache[context] = prompt_of_length(engine, context);
     profile::reset();
     const GenerationResult r =
-        engine.generate(text_request(prompt_cache[context], s.decode_tokens));
+        engine.generate(text_request(unique_prompt(engine, context), s.decode_tokens));
     const auto steps = static_cast<double>(std::max<int64_t>(1, r.stats.completion_tokens - 1));
     f.contexts.push_back({context, decode_rate(r),
                           static_cast<double>(r.stats.prompt_tokens) + steps / 2,

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -50,11 +49,12 @@ struct RunFigures {
   std::vector<ContextFigure> contexts;
 };
 
-// A user message whose chat prompt is exactly `target` tokens long (at least the template's).
-std::string prompt_of_length(const Engine& engine, int64_t target);
+// A user message starting with `start` whose chat prompt is `target` tokens long (at least the
+// template's and start's).
+std::string prompt_of_length(const Engine& engine, int64_t target, const std::string& start = "");
 
-// Runs every figure on the global thread pool as it is configured now. Enables the profiler.
-RunFigures measure_run(Engine& engine, const BenchSettings& settings,
-                       std::map<int64_t, std::string>& prompt_cache);
+// Runs every figure on the global thread pool as it is configured now, with prompts and images
+// no earlier request used (nothing comes from the engine's caches). Enables the profiler.
+RunFigures measure_run(Engine& engine, const BenchSettings& settings);
 
 }  // namespace qvl::cli

@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "cli/bench_command.h"
 #include "cli/gen_model_command.h"
+#include "cli/loadtest_command.h"
 #include "cli/pull_command.h"
 #include "cli/quality_command.h"
 #include "cli/quantize_command.h"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   qvl::cli::add_pull_command(app);
   qvl::cli::add_quantize_command(app);
   qvl::cli::add_quality_command(app);
+  qvl::cli::add_loadtest_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -88,6 +88,7 @@ void run(const RunOptions& o) {
   j["finish_reason"] = finish_name(r.finish);
   j["usage"] = {{"prompt_tokens", r.stats.prompt_tokens},
                 {"image_tokens", r.stats.image_tokens},
+                {"cached_tokens", r.stats.cached_tokens},
                 {"completion_tokens", r.stats.completion_tokens}};
   j["timings"] = {{"image_ms", r.stats.image_ms},
                   {"prompt_ms", r.stats.prompt_ms},

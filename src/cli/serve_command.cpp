@@ -52,6 +52,7 @@ int run_serve(ServeFlags& flags) {
     options.model_alias = flags.model_spec;
   }
   options.engine.model_dir = flags.model_spec;
+  options.engine.max_batch = options.parallel;  // every admitted request decodes in the batch
   hub::ResolveOptions resolve;
   resolve.offline = flags.offline;
   auto loader = [resolve](const EngineOptions& engine_options) {
@@ -118,7 +119,7 @@ void add_serve_command(CLI::App& app) {
   serve->add_option("--alias", o.model_alias, "Model id to report (default: the folder name)");
   serve->add_option("-t,--threads", o.engine.threads, "Compute threads (0 = one per core)")
       ->capture_default_str();
-  serve->add_option("--parallel", o.parallel, "Requests generating at once")
+  serve->add_option("--parallel", o.parallel, "Requests generating at once (one batch)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   serve->add_option("--queue", o.queue, "Requests that may wait for a slot; more get 429")
@@ -164,6 +165,22 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{4}, int64_t{1} << 24));
   serve->add_option("--ctx-size", o.engine.max_context, "Context length (0 = the model's)")
       ->capture_default_str();
+  serve
+      ->add_option("--kv-cache-mb", o.engine.kv_cache_mb,
+                   "KV cache pool of all requests, MiB (0 = 2048); idle pages keep prefixes "
+                   "for reuse")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 22));
+  serve
+      ->add_option("--image-cache-mb", o.engine.image_cache_mb,
+                   "Vision features of recent images, MiB (0 = 256, -1 = off)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 22));
+  serve
+      ->add_option("--prefill-chunk", o.engine.prefill_chunk,
+                   "Prompt tokens per step while other requests decode")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{16}, int64_t{1} << 20));
   serve->add_flag("--allow-remote-images", flags->allow_remote_images,
                   "Fetch http(s) image URLs (public addresses only)");
   serve

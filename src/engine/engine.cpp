@@ -9,13 +9,17 @@
 #include "base/stage_profile.h"
 #include "base/thread_pool.h"
 #include "base/timer.h"
+#include "engine/image_cache.h"
 #include "engine/image_features.h"
+#include "engine/kv_pool.h"
 #include "engine/loaded_model.h"
 #include "engine/model_cost.h"
 #include "engine/prompt.h"
 #include "engine/prompt_embeddings.h"
 #include "engine/sampler.h"
+#include "engine/scheduler.h"
 #include "engine/scoring.h"
+#include "engine/sequence.h"
 #include "engine/stop_matcher.h"
 #include "engine/turn_lock.h"
 #include "model/rope_index.h"
@@ -28,6 +32,34 @@ namespace {
 // a photo to seconds on a CPU while leaving receipts and screenshots legible; at least 64.
 constexpr int64_t kDefaultImageMinTokens = 64;
 constexpr int64_t kDefaultImageMaxTokens = 1024;
+constexpr int64_t kDefaultKvCacheMb = 2048;
+constexpr int64_t kDefaultImageCacheMb = 256;
+
+size_t mib(int64_t value, int64_t fallback) {
+  return static_cast<size_t>(value == 0 ? fallback : std::max<int64_t>(value, 0)) << 20;
+}
+
+SchedulerOptions scheduler_options(const EngineOptions& o) {
+  if (o.prefill_chunk <= 0 || o.max_batch <= 0) {
+    fail(ErrorCode::kInvalidArgument, "prefill_chunk and max_batch must be positive");
+  }
+  SchedulerOptions s;
+  s.prefill_chunk = o.prefill_chunk;
+  s.max_running = o.max_batch;
+  return s;
+}
+
+// An image's identity within prompt cache keys: its digest and the budget it was resized to.
+uint64_t image_identity(const ImageKey& key) {
+  return digest_prefix(key.digest) ^
+         (static_cast<uint64_t>(key.max_pixels) * 0x9e3779b97f4a7c15ull) ^
+         static_cast<uint64_t>(key.min_pixels);
+}
+
+struct EncodedImages {
+  std::vector<SharedImageFeatures> features;
+  std::vector<uint64_t> identities;
+};
 
 class EngineImpl : public Engine {
  public:
@@ -35,7 +67,14 @@ class EngineImpl : public Engine {
       : options_(options),
         model_(load_model_folder(options.model_dir, options.quant)),
         decoder_(model_->config.text, model_->text_weights),
-        vision_(model_->config.vision, model_->vision_weights) {
+        vision_(model_->config.vision, model_->vision_weights),
+        image_cache_(
+            options.image_cache_mb < 0 ? 0 : mib(options.image_cache_mb, kDefaultImageCacheMb)),
+        pool_(model_->config.text.num_layers,
+              model_->config.text.num_kv_heads * model_->config.text.head_dim, decoder_.kv_type(),
+              options.kv_page_tokens, mib(options.kv_cache_mb, kDefaultKvCacheMb)),
+        scheduler_(decoder_, model_->config, model_->generation.eos_token_ids, pool_, turn_,
+                   scheduler_options(options)) {
     const int64_t min_tokens =
         options.image_min_tokens > 0 ? options.image_min_tokens : kDefaultImageMinTokens;
     const int64_t max_tokens = options.image_max_tokens > 0
@@ -84,9 +123,9 @@ class EngineImpl : public Engine {
   bool cancelled(const std::atomic<bool>* cancel) const {
     return cancel != nullptr && cancel->load(std::memory_order_relaxed);
   }
-  std::vector<ImageFeatures> encode_images(const GenerationRequest& request,
-                                           const std::vector<int>& order,
-                                           const std::atomic<bool>* cancel);
+  EncodedImages encode_images(const GenerationRequest& request, const std::vector<int>& order,
+                              const std::atomic<bool>* cancel);
+  EngineStats stats() const override;
 
   EngineOptions options_;
   std::unique_ptr<LoadedModel> model_;
@@ -94,16 +133,19 @@ class EngineImpl : public Engine {
   VisionEncoder vision_;
   PreprocessConfig preprocess_;
   ModelInfo info_;
-  TurnLock turn_;
+  TurnLock turn_;  // the decoder and vision tower run one step at a time
+  ImageFeatureCache image_cache_;
+  KVPool pool_;
+  Scheduler scheduler_;  // last: its thread stops before the rest goes
 };
 
-std::vector<ImageFeatures> EngineImpl::encode_images(const GenerationRequest& request,
-                                                     const std::vector<int>& order,
-                                                     const std::atomic<bool>* cancel) {
+EncodedImages EngineImpl::encode_images(const GenerationRequest& request,
+                                        const std::vector<int>& order,
+                                        const std::atomic<bool>* cancel) {
   DecodeLimits limits;
   limits.max_bytes = options_.max_image_bytes;
   limits.max_pixels = options_.max_image_pixels;
-  std::vector<ImageFeatures> out;
+  EncodedImages out;
   for (size_t k = 0; k < order.size(); ++k) {
     const int idx = order[k];
     if (idx < 0 || idx >= static_cast<int>(request.images.size())) {
@@ -118,12 +160,31 @@ std::vector<ImageFeatures> EngineImpl::encode_images(const GenerationRequest& re
       const int64_t hi = in.max_tokens > 0 ? in.max_tokens : std::max(lo, info_.image_max_tokens);
       pre = with_token_budget(model_->preprocess, lo, hi);
     }
-    std::lock_guard<TurnLock> turn(turn_);
-    if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
+    const ImageKey key = image_key(in.bytes.data(), in.bytes.size(), pre);
+    out.identities.push_back(image_identity(key));
+    if (SharedImageFeatures cached = image_cache_.find(key)) {
+      out.features.push_back(std::move(cached));
+      continue;
+    }
     try {
       const profile::StageScope stage(profile::Phase::kVision);
-      out.push_back(encode_image_bytes(vision_, in.bytes.data(), in.bytes.size(), limits, pre));
+      // Decoding and resizing need no model: they run beside the scheduler's steps.
+      const PreprocessedImage prepared =
+          prepare_image_bytes(in.bytes.data(), in.bytes.size(), limits, pre);
+      std::unique_lock<TurnLock> turn(turn_);
+      if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
+      // Between blocks of the tower, running requests get a decode step (the turn is fair).
+      auto features =
+          std::make_shared<const ImageFeatures>(encode_prepared_image(vision_, prepared, [&] {
+            turn.unlock();
+            turn.lock();
+            if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
+          }));
+      turn.unlock();
+      image_cache_.insert(key, features);
+      out.features.push_back(std::move(features));
     } catch (const Error& e) {
+      if (e.code() == ErrorCode::kCancelled) throw;
       fail(e.code(), "image " + std::to_string(idx + 1) + ": " + e.what());
     }
   }
@@ -132,26 +193,25 @@ std::vector<ImageFeatures> EngineImpl::encode_images(const GenerationRequest& re
 
 GenerationResult EngineImpl::generate(const GenerationRequest& request, const TextCallback& on_text,
                                       const std::atomic<bool>* cancel) {
-  const Timer total;
-  GenerationResult result;
   const SamplingParams& sp = request.sampling;
   validate_sampling(sp);
   if (sp.max_tokens <= 0) fail(ErrorCode::kInvalidArgument, "max_tokens must be at least 1");
   if (request.messages.empty()) fail(ErrorCode::kInvalidArgument, "messages must not be empty");
   const ModelConfig& cfg = model_->config;
-  const int64_t hidden = cfg.text.hidden_size;
+  Sequence seq(model_->tokenizer, sp);
+  GenerationResult& result = seq.result;
 
   // Images first: they decide how many pad tokens the prompt has.
   const std::vector<int> order = image_order(request.messages);
   const Timer image_timer;
-  const std::vector<ImageFeatures> images = encode_images(request, order, cancel);
+  const EncodedImages images = encode_images(request, order, cancel);
   result.stats.image_ms = order.empty() ? 0.0 : image_timer.millis();
   std::vector<int64_t> image_tokens;
   std::vector<ImageGrid> grids;
-  for (const auto& f : images) {
-    image_tokens.push_back(f.vision.tokens);
-    grids.push_back(f.grid);
-    result.stats.image_tokens += f.vision.tokens;
+  for (const auto& f : images.features) {
+    image_tokens.push_back(f->vision.tokens);
+    grids.push_back(f->grid);
+    result.stats.image_tokens += f->vision.tokens;
   }
 
   const std::string prompt_text = render_prompt(request.messages);
@@ -166,91 +226,70 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
                                           "; shorten the conversation or use fewer "
                                           "or smaller images");
   }
-  const int64_t max_new = std::min<int64_t>(sp.max_tokens, info_.context_length - n);
-  const RopePositions pos =
+  seq.max_new = std::min<int64_t>(sp.max_tokens, info_.context_length - n);
+  seq.positions =
       compute_rope_positions(ids, grids, cfg.image_token_id, cfg.vision.spatial_merge_size);
-
   // Prompt embeddings with image features at the pad positions, DeepStack added per layer.
-  PromptEmbeddings prompt = embed_prompt(decoder_, cfg, ids, images);
-  std::vector<float>& x = prompt.x;
+  seq.prompt = embed_prompt(decoder_, cfg, ids, images.features);
+  // Cache keys: image pads name their image and row.
+  seq.keys.resize(static_cast<size_t>(n));
+  size_t image = 0;
+  int64_t row = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] != cfg.image_token_id) {
+      seq.keys[i] = static_cast<uint64_t>(ids[i]);
+      continue;
+    }
+    while (row >= image_tokens[image]) {
+      ++image;
+      row = 0;
+    }
+    seq.keys[i] = image_pad_key(images.identities[image], row++);
+  }
+  seq.on_text = on_text;
+  seq.cancel = cancel;
+  scheduler_.run(seq);
+  return std::move(seq.result);
+}
 
-  KVCache cache = decoder_.new_cache();
-  Sampler sampler(sp);
-  StopMatcher stops(sp.stop);
-  IncrementalDecoder detok(model_->tokenizer, /*skip_special_tokens=*/true);
-  const auto& eos = model_->generation.eos_token_ids;
-  std::vector<float> hidden_row(static_cast<size_t>(hidden));
-  std::vector<float> logits(static_cast<size_t>(cfg.text.vocab_size));
-  bool stopped = false;
-  auto emit = [&](const std::string& text) {
-    if (text.empty()) return;
-    result.text += text;
-    if (on_text && !on_text(text)) stopped = true;
-  };
-
-  const Timer prefill_timer;
-  {
-    std::lock_guard<TurnLock> turn(turn_);
-    if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
-    const profile::StageScope stage(profile::Phase::kPrefill);
-    std::vector<float> final_norm(static_cast<size_t>(n * hidden));
-    decoder_.forward(x.data(), n, pos.pos.data(), cache, prompt.adds_or_null(), final_norm.data());
-    std::copy(final_norm.end() - hidden, final_norm.end(), hidden_row.begin());
-    decoder_.logits(hidden_row.data(), 1, logits.data());
-  }
-  result.stats.prompt_ms = prefill_timer.millis();
-  const Timer decode_timer;
-  const profile::StageScope decode_stage(profile::Phase::kDecode);
-  result.finish = FinishReason::kLength;
-  for (int64_t step = 0; step < max_new; ++step) {
-    int64_t token = 0;
-    {
-      const profile::StageScope stage(profile::Work::kSampler);
-      token = sampler.sample(logits.data(), cfg.text.vocab_size, ids, result.completion_ids);
-    }
-    if (step == 0) result.stats.ttft_ms = total.millis();
-    if (!sp.ignore_eos && std::find(eos.begin(), eos.end(), token) != eos.end()) {
-      result.finish = FinishReason::kStop;
-      break;
-    }
-    result.completion_ids.push_back(token);
-    const StopMatcher::Result r = stops.feed(detok.push(static_cast<int32_t>(token)));
-    emit(r.text);
-    if (r.stopped) {
-      result.finish = FinishReason::kStop;
-      break;
-    }
-    if (stopped || cancelled(cancel)) {
-      result.finish = FinishReason::kCancelled;
-      break;
-    }
-    if (step + 1 == max_new) break;
-    const int64_t p = n + step + pos.delta;
-    const int64_t p3[3] = {p, p, p};
-    std::lock_guard<TurnLock> turn(turn_);
-    decoder_.embed(&token, 1, x.data());
-    decoder_.forward(x.data(), 1, p3, cache, nullptr, hidden_row.data());
-    decoder_.logits(hidden_row.data(), 1, logits.data());
-  }
-  if (result.finish != FinishReason::kCancelled) {
-    const StopMatcher::Result r = stops.feed(detok.flush());
-    emit(r.text);
-    if (!r.stopped) emit(stops.flush());
-  }
-  result.stats.completion_tokens = static_cast<int64_t>(result.completion_ids.size());
-  result.stats.decode_ms = decode_timer.millis();
-  result.stats.total_ms = total.millis();
-  return result;
+EngineStats EngineImpl::stats() const {
+  EngineStats e;
+  const SchedulerStats s = scheduler_.stats();
+  e.prefix_hit_tokens = s.kv.prefix_hit_tokens;
+  e.prefix_lookup_tokens = s.kv.prefix_lookup_tokens;
+  e.kv_pages_total = s.kv.pages_total;
+  e.kv_pages_used = s.kv.pages_used;
+  e.kv_pages_cached = s.kv.pages_cached;
+  e.kv_page_tokens = s.kv.page_rows;
+  e.kv_page_bytes = s.kv.page_bytes;
+  e.kv_evictions = s.kv.evictions;
+  e.steps = s.steps;
+  e.running = s.running;
+  e.waiting = s.waiting;
+  e.batch_size_bounds.assign(kBatchSizeBuckets.begin(), kBatchSizeBuckets.end());
+  e.batch_size_counts.assign(s.batch_size_counts.begin(), s.batch_size_counts.end());
+  e.batch_size_sum = s.batch_size_sum;
+  e.queue_wait_bounds.assign(kQueueWaitBuckets.begin(), kQueueWaitBuckets.end());
+  e.queue_wait_counts.assign(s.queue_wait_counts.begin(), s.queue_wait_counts.end());
+  e.queue_wait_sum = s.queue_wait_sum;
+  const ImageCacheStats c = image_cache_.stats();
+  e.image_cache_hits = c.hits;
+  e.image_cache_misses = c.misses;
+  e.image_cache_evictions = c.evictions;
+  e.image_cache_entries = c.entries;
+  e.image_cache_bytes = c.bytes;
+  e.image_cache_budget_bytes = c.budget_bytes;
+  return e;
 }
 
 ScoreResult EngineImpl::score(const GenerationRequest& request,
                               const std::vector<int64_t>& continuation,
                               const LogitsCallback& on_logits) {
   if (request.messages.empty()) fail(ErrorCode::kInvalidArgument, "messages must not be empty");
-  const std::vector<ImageFeatures> images =
-      encode_images(request, image_order(request.messages), nullptr);
+  const std::vector<SharedImageFeatures> images =
+      encode_images(request, image_order(request.messages), nullptr).features;
   std::vector<int64_t> image_tokens;
-  for (const auto& f : images) image_tokens.push_back(f.vision.tokens);
+  for (const auto& f : images) image_tokens.push_back(f->vision.tokens);
   const std::vector<int64_t> ids = prompt_token_ids(model_->tokenizer, model_->config,
                                                     render_prompt(request.messages), image_tokens);
   std::lock_guard<TurnLock> turn(turn_);

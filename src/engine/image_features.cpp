@@ -2,14 +2,22 @@
 
 namespace qvl {
 
-ImageFeatures encode_image_bytes(const VisionEncoder& encoder, const uint8_t* data, size_t size,
-                                 const DecodeLimits& limits, const PreprocessConfig& preprocess) {
-  const RgbImage image = decode_image(data, size, limits);
-  const PreprocessedImage pre = preprocess_image(image, preprocess);
+PreprocessedImage prepare_image_bytes(const uint8_t* data, size_t size, const DecodeLimits& limits,
+                                      const PreprocessConfig& preprocess) {
+  return preprocess_image(decode_image(data, size, limits), preprocess);
+}
+
+ImageFeatures encode_prepared_image(const VisionEncoder& encoder, const PreprocessedImage& pre,
+                                    const std::function<void()>& between_blocks) {
   ImageFeatures f;
   f.grid = {pre.grid_t, pre.grid_h, pre.grid_w};
-  f.vision = encoder.encode(pre.pixel_values.data(), pre.grid_h, pre.grid_w);
+  f.vision = encoder.encode(pre.pixel_values.data(), pre.grid_h, pre.grid_w, {}, between_blocks);
   return f;
+}
+
+ImageFeatures encode_image_bytes(const VisionEncoder& encoder, const uint8_t* data, size_t size,
+                                 const DecodeLimits& limits, const PreprocessConfig& preprocess) {
+  return encode_prepared_image(encoder, prepare_image_bytes(data, size, limits, preprocess));
 }
 
 }  // namespace qvl

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 
 #include "image/decode.h"
 #include "image/preprocess.h"
@@ -15,6 +17,15 @@ struct ImageFeatures {
   ImageGrid grid;  // in patches, before the merge
   VisionOutput vision;
 };
+// Features are shared between requests through the image cache and never change once made.
+using SharedImageFeatures = std::shared_ptr<const ImageFeatures>;
+
+// Decode and preprocess (no model work).
+PreprocessedImage prepare_image_bytes(const uint8_t* data, size_t size, const DecodeLimits& limits,
+                                      const PreprocessConfig& preprocess);
+// The vision tower on a prepared image; between_blocks as in VisionEncoder::encode.
+ImageFeatures encode_prepared_image(const VisionEncoder& encoder, const PreprocessedImage& image,
+                                    const std::function<void()>& between_blocks = {});
 
 ImageFeatures encode_image_bytes(const VisionEncoder& encoder, const uint8_t* data, size_t size,
                                  const DecodeLimits& limits, const PreprocessConfig& preprocess);

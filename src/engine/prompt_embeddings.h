@@ -30,6 +30,6 @@ struct PromptEmbeddings {
 // taken in order of appearance; pad rows go to the images one after another.
 PromptEmbeddings embed_prompt(const TextDecoder& decoder, const ModelConfig& config,
                               const std::vector<int64_t>& ids,
-                              const std::vector<ImageFeatures>& images);
+                              const std::vector<SharedImageFeatures>& images);
 
 }  // namespace qvl

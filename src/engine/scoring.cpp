@@ -48,7 +48,7 @@ std::vector<int64_t> positions_with_continuation(const RopePositions& prompt, in
 
 ScoreResult score_continuation(TextDecoder& decoder, const ModelConfig& config,
                                const std::vector<int64_t>& prompt_ids,
-                               const std::vector<ImageFeatures>& images,
+                               const std::vector<SharedImageFeatures>& images,
                                const std::vector<int64_t>& continuation, int64_t context_length,
                                const LogitsCallback& on_logits) {
   const int64_t n = static_cast<int64_t>(prompt_ids.size());
@@ -62,8 +62,8 @@ ScoreResult score_continuation(TextDecoder& decoder, const ModelConfig& config,
   result.prompt_ids = prompt_ids;
   std::vector<ImageGrid> grids;
   for (const auto& f : images) {
-    grids.push_back(f.grid);
-    result.image_tokens += f.vision.tokens;
+    grids.push_back(f->grid);
+    result.image_tokens += f->vision.tokens;
   }
   const RopePositions prompt_pos = compute_rope_positions(prompt_ids, grids, config.image_token_id,
                                                           config.vision.spatial_merge_size);

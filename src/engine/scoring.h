@@ -18,7 +18,7 @@ namespace qvl {
 // or prompt + continuation does not fit in context_length.
 ScoreResult score_continuation(TextDecoder& decoder, const ModelConfig& config,
                                const std::vector<int64_t>& prompt_ids,
-                               const std::vector<ImageFeatures>& images,
+                               const std::vector<SharedImageFeatures>& images,
                                const std::vector<int64_t>& continuation, int64_t context_length,
                                const LogitsCallback& on_logits);
 

@@ -39,6 +39,15 @@ void KVCache::write(int64_t layer, const float* keys, const float* values, int64
   }
 }
 
+void KVCache::attend(int64_t layer, const float* q, int64_t nq, const ops::AttentionShape& shape,
+                     float* out) const {
+  if (type_ == KVType::kF32) {
+    ops::attention(q, nq, keys_f32(layer), values_f32(layer), length_ + nq, shape, length_, out);
+  } else {
+    ops::attention(q, nq, keys_f16(layer), values_f16(layer), length_ + nq, shape, length_, out);
+  }
+}
+
 void KVCache::truncate(int64_t new_length) {
   QVL_CHECK(new_length >= 0 && new_length <= length_);
   length_ = new_length;

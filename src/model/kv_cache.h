@@ -8,31 +8,51 @@
 #include <vector>
 
 #include "base/aligned_buffer.h"
+#include "ops/attention.h"
 
 namespace qvl {
 
 enum class KVType { kF32, kF16 };
 
-class KVCache {
+// What the text decoder needs from one sequence's key/value storage: a contiguous growing cache
+// (KVCache below) or pages of a shared pool (engine/kv_pool.h).
+class KVSequence {
+ public:
+  virtual ~KVSequence() = default;
+  virtual int64_t length() const = 0;  // committed positions
+  virtual KVType type() const = 0;
+  // Makes room for `extra` more positions.
+  virtual void reserve_more(int64_t extra) = 0;
+  // Stores n rows of keys and values [n, kv_width] at positions [length, length + n) of a layer
+  // (converted to the cache's type). Needs reserve_more(n) first.
+  virtual void write(int64_t layer, const float* keys, const float* values, int64_t n) = 0;
+  // Causal attention of nq queries at positions [length, length + nq) over the keys of a layer
+  // up to each query's own position (the rows just written included).
+  virtual void attend(int64_t layer, const float* q, int64_t nq, const ops::AttentionShape& shape,
+                      float* out) const = 0;
+  // Called once per forward after every layer wrote its rows at [length, length + n).
+  virtual void commit(int64_t n) = 0;
+};
+
+class KVCache final : public KVSequence {
  public:
   KVCache(int64_t num_layers, int64_t kv_width, KVType type = KVType::kF32)
       : layers_(num_layers), kv_width_(kv_width), type_(type) {}
 
-  int64_t length() const { return length_; }
+  int64_t length() const override { return length_; }
   int64_t kv_width() const { return kv_width_; }  // n_kv_heads * head_dim
-  KVType type() const { return type_; }
+  KVType type() const override { return type_; }
   // Makes room for `extra` more positions (amortised doubling).
-  void reserve_more(int64_t extra);
-  // Stores n rows of keys and values [n, kv_width] at positions [length, length + n) of a layer
-  // (converted to the cache's type). Needs reserve_more(n) first.
-  void write(int64_t layer, const float* keys, const float* values, int64_t n);
+  void reserve_more(int64_t extra) override;
+  void write(int64_t layer, const float* keys, const float* values, int64_t n) override;
+  void attend(int64_t layer, const float* q, int64_t nq, const ops::AttentionShape& shape,
+              float* out) const override;
   // Rows [0, length + n) of a layer; only the accessors of the cache's type are valid.
   const float* keys_f32(int64_t layer) const { return layers_[layer].k32.data(); }
   const float* values_f32(int64_t layer) const { return layers_[layer].v32.data(); }
   const uint16_t* keys_f16(int64_t layer) const { return layers_[layer].k16.data(); }
   const uint16_t* values_f16(int64_t layer) const { return layers_[layer].v16.data(); }
-  // Called once per forward after every layer wrote its rows at [length, length + n).
-  void commit(int64_t n) { length_ += n; }
+  void commit(int64_t n) override { length_ += n; }
   // Forgets positions >= new_length (e.g. to reuse a shared prompt prefix).
   void truncate(int64_t new_length);
   size_t bytes() const;

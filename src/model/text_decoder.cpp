@@ -68,13 +68,37 @@ KVType TextDecoder::kv_type() const {
   return exact ? KVType::kF32 : KVType::kF16;
 }
 
-void TextDecoder::attention_block(int64_t layer, int64_t n, KVCache& cache) {
+void TextDecoder::plan_segments(const std::vector<BatchEntry>& entries) {
+  segments_.clear();
+  int64_t row = 0;
+  bool decode_run = false;  // the last segment is a run of single-row entries
+  for (const BatchEntry& e : entries) {
+    QVL_CHECK(e.rows > 0 && e.cache != nullptr);
+    if (e.rows == 1 && decode_run &&
+        segments_.back().end - segments_.back().begin < kMaxDecodeRows) {
+      segments_.back().end += 1;
+    } else {
+      segments_.push_back({row, row + e.rows});
+      decode_run = e.rows == 1;
+    }
+    row += e.rows;
+  }
+}
+
+void TextDecoder::matmul_segments(const float* x, const ops::PackedMatrix& w, float* y) const {
+  const int64_t in = w.cols(), out = w.rows();
+  for (const Segment& s : segments_) {
+    ops::matmul(x + s.begin * in, s.end - s.begin, w, nullptr, y + s.begin * out);
+  }
+}
+
+void TextDecoder::attention_block(int64_t layer, const std::vector<BatchEntry>& entries) {
   const TextLayerWeights& lw = w_.layers[layer];
   const int64_t hd = config_.head_dim, nh = config_.num_heads, nkv = config_.num_kv_heads;
-  const int64_t past = cache.length();
-  ops::matmul(normed_.data(), n, lw.q_proj, nullptr, q_.data());
-  ops::matmul(normed_.data(), n, lw.k_proj, nullptr, k_.data());
-  ops::matmul(normed_.data(), n, lw.v_proj, nullptr, v_.data());
+  const int64_t n = segments_.empty() ? 0 : segments_.back().end;
+  matmul_segments(normed_.data(), lw.q_proj, q_.data());
+  matmul_segments(normed_.data(), lw.k_proj, k_.data());
+  matmul_segments(normed_.data(), lw.v_proj, v_.data());
   // Per-head RMSNorm on q and k, then rotary, then keys/values go into the cache.
   ops::rms_norm(q_.data(), lw.q_norm.data(), config_.rms_norm_eps, n * nh, hd, q_.data());
   ops::rms_norm(k_.data(), lw.k_norm.data(), config_.rms_norm_eps, n * nkv, hd, k_.data());
@@ -85,31 +109,36 @@ void TextDecoder::attention_block(int64_t layer, int64_t n, KVCache& cache) {
     ops::rope_rotate_half(k_.data() + t * nkv * hd, nkv, hd, cos_.data() + t * half,
                           sin_.data() + t * half);
   }
-  cache.write(layer, k_.data(), v_.data(), n);
-  ops::AttentionShape shape{nh, nkv, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
-  if (cache.type() == KVType::kF32) {
-    ops::attention(q_.data(), n, cache.keys_f32(layer), cache.values_f32(layer), past + n, shape,
-                   past, attn_.data());
-  } else {
-    ops::attention(q_.data(), n, cache.keys_f16(layer), cache.values_f16(layer), past + n, shape,
-                   past, attn_.data());
+  const ops::AttentionShape shape{nh, nkv, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
+  int64_t row = 0;
+  for (const BatchEntry& e : entries) {
+    e.cache->write(layer, k_.data() + row * nkv * hd, v_.data() + row * nkv * hd, e.rows);
+    e.cache->attend(layer, q_.data() + row * nh * hd, e.rows, shape, attn_.data() + row * nh * hd);
+    row += e.rows;
   }
-  ops::matmul(attn_.data(), n, lw.o_proj, nullptr, proj_.data());
+  matmul_segments(attn_.data(), lw.o_proj, proj_.data());
 }
 
 void TextDecoder::mlp_block(int64_t layer, int64_t n) {
   const TextLayerWeights& lw = w_.layers[layer];
   const int64_t ff = config_.intermediate_size;
-  ops::matmul(normed_.data(), n, lw.gate_proj, nullptr, gate_.data());
-  ops::matmul(normed_.data(), n, lw.up_proj, nullptr, up_.data());
+  matmul_segments(normed_.data(), lw.gate_proj, gate_.data());
+  matmul_segments(normed_.data(), lw.up_proj, up_.data());
   ops::silu_mul(gate_.data(), up_.data(), n * ff, gate_.data());
-  ops::matmul(gate_.data(), n, lw.down_proj, nullptr, proj_.data());
+  matmul_segments(gate_.data(), lw.down_proj, proj_.data());
 }
 
-void TextDecoder::forward(const float* x, int64_t n, const int64_t* positions, KVCache& cache,
+void TextDecoder::forward(const float* x, int64_t n, const int64_t* positions, KVSequence& cache,
                           const LayerFeatureAdds* adds, float* out, const TensorTap& tap) {
+  forward_batch(x, {BatchEntry{&cache, n, positions}}, adds, out, tap);
+}
+
+void TextDecoder::forward_batch(const float* x, const std::vector<BatchEntry>& entries,
+                                const LayerFeatureAdds* adds, float* out, const TensorTap& tap) {
   const int64_t h = config_.hidden_size;
   const int64_t q_dim = config_.num_heads * config_.head_dim;
+  int64_t n = 0;
+  for (const BatchEntry& e : entries) n += e.rows;
   const size_t rows = static_cast<size_t>(n);
   hidden_.resize(rows * h);
   normed_.resize(rows * h);
@@ -122,17 +151,28 @@ void TextDecoder::forward(const float* x, int64_t n, const int64_t* positions, K
   up_.resize(rows * config_.intermediate_size);
   cos_.resize(rows * (config_.head_dim / 2));
   sin_.resize(rows * (config_.head_dim / 2));
+  plan_segments(entries);
 
   std::memcpy(hidden_.data(), x, sizeof(float) * n * h);
   if (tap) tap("text.inputs_embeds", hidden_.data(), n, h);
-  rope_.tables(positions, n, cos_.data(), sin_.data());
-  cache.reserve_more(n);
+  // Positions of all entries, stream-major like each entry's own.
+  batch_positions_.resize(3 * rows);
+  int64_t row = 0;
+  for (const BatchEntry& e : entries) {
+    for (int64_t s = 0; s < 3; ++s) {
+      std::copy(e.positions + s * e.rows, e.positions + (s + 1) * e.rows,
+                batch_positions_.begin() + s * n + row);
+    }
+    row += e.rows;
+    e.cache->reserve_more(e.rows);
+  }
+  rope_.tables(batch_positions_.data(), n, cos_.data(), sin_.data());
 
   float* hs = hidden_.data();
   for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
     const TextLayerWeights& lw = w_.layers[layer];
     ops::rms_norm(hs, lw.input_norm.data(), config_.rms_norm_eps, n, h, normed_.data());
-    attention_block(layer, n, cache);
+    attention_block(layer, entries);
     for (size_t i = 0; i < rows * h; ++i) hs[i] += proj_[i];
     ops::rms_norm(hs, lw.post_attention_norm.data(), config_.rms_norm_eps, n, h, normed_.data());
     mlp_block(layer, n);
@@ -147,7 +187,7 @@ void TextDecoder::forward(const float* x, int64_t n, const int64_t* positions, K
       if (tap) tap("text.layer_out_plus_deepstack." + std::to_string(layer), hs, n, h);
     }
   }
-  cache.commit(n);
+  for (const BatchEntry& e : entries) e.cache->commit(e.rows);
   ops::rms_norm(hs, w_.final_norm.data(), config_.rms_norm_eps, n, h, out);
   if (tap) tap("text.final_norm", out, n, h);
 }

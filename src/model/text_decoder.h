@@ -41,6 +41,14 @@ struct LayerFeatureAdds {
   std::vector<const float*> per_layer;
 };
 
+// One sequence's share of a batched forward: the next `rows` rows of the input, at positions
+// [3, rows] (stream-major), appended to `cache`.
+struct BatchEntry {
+  KVSequence* cache = nullptr;
+  int64_t rows = 0;
+  const int64_t* positions = nullptr;
+};
+
 class TextDecoder {
  public:
   TextDecoder(const TextConfig& config, const TextWeights& weights);
@@ -55,17 +63,35 @@ class TextDecoder {
 
   // Runs n tokens with input embeddings x [n, hidden] and positions [3, n], appending to cache.
   // Writes the final-norm hidden states [n, hidden] to out. adds may be null. tap may be empty.
-  void forward(const float* x, int64_t n, const int64_t* positions, KVCache& cache,
+  void forward(const float* x, int64_t n, const int64_t* positions, KVSequence& cache,
                const LayerFeatureAdds* adds, float* out, const TensorTap& tap = {});
+
+  // Several sequences in one pass (continuous batching): x holds the entries' rows one after
+  // another, so matrix weights are read once for all of them. Batch invariance: a sequence's
+  // result does not depend on the others. Single-row entries (decode) that follow each other
+  // share matmuls of at most kMaxDecodeRows rows (the small-batch kernels compute each row the
+  // same way for any such count); every multi-row entry (a prefill chunk) has its own. adds rows
+  // index the batch's rows.
+  static constexpr int64_t kMaxDecodeRows = 15;
+  void forward_batch(const float* x, const std::vector<BatchEntry>& entries,
+                     const LayerFeatureAdds* adds, float* out, const TensorTap& tap = {});
 
   // logits [rows, vocab] = hidden [rows, hidden] * lm_head^T.
   void logits(const float* hidden, int64_t rows, float* out) const;
 
  private:
   int64_t kv_width() const { return config_.num_kv_heads * config_.head_dim; }
-  void attention_block(int64_t layer, int64_t n, KVCache& cache);
+  // Row ranges [begin, end) of the batch that share one matmul call.
+  struct Segment {
+    int64_t begin, end;
+  };
+  void plan_segments(const std::vector<BatchEntry>& entries);
+  void matmul_segments(const float* x, const ops::PackedMatrix& w, float* y) const;
+  void attention_block(int64_t layer, const std::vector<BatchEntry>& entries);
   void mlp_block(int64_t layer, int64_t n);
 
+  std::vector<Segment> segments_;
+  std::vector<int64_t> batch_positions_;
   TextConfig config_;
   const TextWeights& w_;
   MRope rope_;

@@ -18,7 +18,8 @@ VisionEncoder::VisionEncoder(const VisionConfig& config, const VisionWeights& we
     : config_(config), w_(weights) {}
 
 void VisionEncoder::block(const VisionBlockWeights& w, int64_t n, const float* cos,
-                          const float* sin, std::vector<float>& x) const {
+                          const float* sin, std::vector<float>& x,
+                          const std::function<void()>& between) const {
   const int64_t hid = config_.hidden_size, heads = config_.num_heads, hd = hid / heads;
   std::vector<float> normed(n * hid), qkv(n * 3 * hid), q(n * hid), k(n * hid), v(n * hid);
   ops::layer_norm(x.data(), w.norm1.weight.data(), w.norm1.bias.data(), config_.layer_norm_eps, n,
@@ -38,6 +39,7 @@ void VisionEncoder::block(const VisionBlockWeights& w, int64_t n, const float* c
   ops::attention(q.data(), n, k.data(), v.data(), n, shape, -1, attn.data());
   ops::matmul(attn.data(), n, w.proj.weight, w.proj.bias.data(), out.data());
   for (size_t i = 0; i < x.size(); ++i) x[i] += out[i];
+  if (between) between();  // halves of a block keep the pause other requests see short
 
   ops::layer_norm(x.data(), w.norm2.weight.data(), w.norm2.bias.data(), config_.layer_norm_eps, n,
                   hid, normed.data());
@@ -71,7 +73,8 @@ std::vector<float> VisionEncoder::merge(const MergerWeights& w, const std::vecto
 }
 
 VisionOutput VisionEncoder::encode(const float* pixels, int64_t gh, int64_t gw,
-                                   const TensorTap& tap) const {
+                                   const TensorTap& tap,
+                                   const std::function<void()>& between_blocks) const {
   const int64_t m = config_.spatial_merge_size;
   if (gh <= 0 || gw <= 0 || gh % m != 0 || gw % m != 0) {
     fail(ErrorCode::kInvalidArgument, "vision grid " + std::to_string(gh) + "x" +
@@ -113,13 +116,14 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t gh, int64_t gw,
   out.tokens = n / (m * m);
   out.deepstack.resize(config_.deepstack_visual_indexes.size());
   for (int64_t b = 0; b < config_.depth; ++b) {
-    block(w_.blocks[b], n, cos.data(), sin.data(), x);
+    block(w_.blocks[b], n, cos.data(), sin.data(), x, between_blocks);
     if (tap) tap("vision.block_out." + std::to_string(b), x.data(), n, hid);
     for (size_t k = 0; k < config_.deepstack_visual_indexes.size(); ++k) {
       if (config_.deepstack_visual_indexes[k] == b) {
         out.deepstack[k] = merge(w_.deepstack_mergers[k], x, n);
       }
     }
+    if (between_blocks) between_blocks();
   }
   out.embeds = merge(w_.merger, x, n);
   return out;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "model/config.h"
@@ -23,12 +24,15 @@ class VisionEncoder {
 
   // One still image: pixel_values [grid_h * grid_w, C * T * P * P] in merge-window order, as
   // the processor lays them out (frame 0 is used; the kernel's temporal slices are pre-summed).
+  // between_blocks (optional) is called after each half of every transformer block: the engine
+  // lets a batched decode step run there, so a large image never freezes running streams.
   VisionOutput encode(const float* pixel_values, int64_t grid_h, int64_t grid_w,
-                      const TensorTap& tap = {}) const;
+                      const TensorTap& tap = {},
+                      const std::function<void()>& between_blocks = {}) const;
 
  private:
   void block(const VisionBlockWeights& w, int64_t n, const float* cos, const float* sin,
-             std::vector<float>& x) const;
+             std::vector<float>& x, const std::function<void()>& between) const;
   std::vector<float> merge(const MergerWeights& w, const std::vector<float>& x, int64_t n) const;
 
   VisionConfig config_;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "base/aligned_buffer.h"
+#include "base/error.h"
 #include "base/half.h"
 #include "base/log.h"
 #include "base/stage_profile.h"
@@ -52,6 +54,38 @@ void attention_reference(const float* q, int64_t nq, const float* k, const float
   });
 }
 
+namespace {
+
+template <typename T>
+void fill_row_addresses(const T* const* pages, int64_t page_rows, int64_t row_stride,
+                        int64_t offset, int64_t j0, int64_t n, int64_t last, const T** rows) {
+  auto address = [&](int64_t j) {
+    return pages[j / page_rows] + (j % page_rows) * row_stride + offset;
+  };
+  const int64_t in_data = std::clamp<int64_t>(last + 1 - j0, 0, n);
+  int64_t i = 0;
+  while (i < in_data) {  // one division per page, not per row
+    const int64_t run = std::min(in_data - i, page_rows - (j0 + i) % page_rows);
+    const T* first = address(j0 + i);
+    for (int64_t x = 0; x < run; ++x) rows[i + x] = first + x * row_stride;
+    i += run;
+  }
+  const T* last_row = address(last);
+  for (; i < n; ++i) rows[i] = last_row;
+}
+
+}  // namespace
+
+void row_addresses(const float* const* pages, int64_t page_rows, int64_t row_stride, int64_t offset,
+                   int64_t j0, int64_t n, int64_t last, const float** rows) {
+  fill_row_addresses(pages, page_rows, row_stride, offset, j0, n, last, rows);
+}
+
+void row_addresses(const uint16_t* const* pages, int64_t page_rows, int64_t row_stride,
+                   int64_t offset, int64_t j0, int64_t n, int64_t last, const uint16_t** rows) {
+  fill_row_addresses(pages, page_rows, row_stride, offset, j0, n, last, rows);
+}
+
 int64_t task_scratch_floats(int64_t rows, int64_t head_dim, int64_t heads) {
   // Kernels pad rows to their register block (at most 8) and keep up to 8 rows x 128 scores.
   return heads * (rows + 8) * (head_dim + 2) + 8 * 128;
@@ -65,25 +99,35 @@ using attention_kernels::kKeyTile;
 
 constexpr int64_t kDirectMaxRows = 8;
 
-// Keys and values as stored: fp32 (k, v) or IEEE half (k16, v16), [nk, n_kv_heads, head_dim].
-struct KV {
-  const float* k = nullptr;
-  const float* v = nullptr;
-  const uint16_t* k16 = nullptr;
-  const uint16_t* v16 = nullptr;
-};
-
-// Row j of kv head kvh of keys (or values) as fp32: the stored row, or a conversion into tmp.
-const float* kv_row(const float* f32, const uint16_t* f16, int64_t j, int64_t kvh,
-                    const AttentionShape& s, float* tmp) {
-  const int64_t at = (j * s.n_kv_heads + kvh) * s.head_dim;
-  if (f32 != nullptr) return f32 + at;
-  f16_to_f32_row(f16 + at, s.head_dim, tmp);
+// Row j of kv head kvh of keys (or values: the pages given) as fp32: the stored row, or a
+// conversion into tmp.
+const float* kv_row(const float* const* f32, const uint16_t* const* f16, int64_t page_rows,
+                    int64_t j, int64_t kvh, const AttentionShape& s, float* tmp) {
+  const int64_t at = ((j % page_rows) * s.n_kv_heads + kvh) * s.head_dim;
+  if (f32 != nullptr) return f32[j / page_rows] + at;
+  f16_to_f32_row(f16[j / page_rows] + at, s.head_dim, tmp);
   return tmp;
 }
 
+// The contiguous storage as a single page of all nk rows (internally a page may hold any number
+// of rows; the public multiple-of-16 rule only keeps that freedom for later).
+PagedKV one_page(const float* const* k, const float* const* v, int64_t nk) {
+  PagedKV kv;
+  kv.k_pages = k;
+  kv.v_pages = v;
+  kv.page_rows = std::max<int64_t>(nk, 1);
+  return kv;
+}
+PagedKV one_page(const uint16_t* const* k, const uint16_t* const* v, int64_t nk) {
+  PagedKV kv;
+  kv.k16_pages = k;
+  kv.v16_pages = v;
+  kv.page_rows = std::max<int64_t>(nk, 1);
+  return kv;
+}
+
 // k [nk, n_kv_heads, d] -> panels [n_kv_heads, tiles, d, kKeyTile], zero-padded keys.
-void pack_key_panels(const KV& kv, int64_t nk, const AttentionShape& s, float* panels) {
+void pack_key_panels(const PagedKV& kv, int64_t nk, const AttentionShape& s, float* panels) {
   const int64_t d = s.head_dim, tiles = (nk + kKeyTile - 1) / kKeyTile;
   ThreadPool::global().parallel_for(
       static_cast<size_t>(s.n_kv_heads * tiles), [&](size_t b, size_t e) {
@@ -98,7 +142,8 @@ void pack_key_panels(const KV& kv, int64_t nk, const AttentionShape& s, float* p
               for (int64_t c = 0; c < d; ++c) panel[c * kKeyTile + jj] = 0.0f;
               continue;
             }
-            const float* row = kv_row(kv.k, kv.k16, tile * kKeyTile + jj, kvh, s, tmp.data());
+            const float* row = kv_row(kv.k_pages, kv.k16_pages, kv.page_rows, tile * kKeyTile + jj,
+                                      kvh, s, tmp.data());
             for (int64_t c = 0; c < d; ++c) panel[c * kKeyTile + jj] = row[c];
           }
         }
@@ -106,34 +151,44 @@ void pack_key_panels(const KV& kv, int64_t nk, const AttentionShape& s, float* p
 }
 
 // v [nk, n_kv_heads, d] -> [n_kv_heads, nk, d].
-void pack_values(const KV& kv, int64_t nk, const AttentionShape& s, float* packed) {
+void pack_values(const PagedKV& kv, int64_t nk, const AttentionShape& s, float* packed) {
   const int64_t d = s.head_dim;
   ThreadPool::global().parallel_for(static_cast<size_t>(nk), [&](size_t b, size_t e) {
     std::vector<float> tmp(static_cast<size_t>(d));
     for (int64_t kvh = 0; kvh < s.n_kv_heads; ++kvh) {
       for (size_t j = b; j < e; ++j) {
-        const float* src = kv_row(kv.v, kv.v16, static_cast<int64_t>(j), kvh, s, tmp.data());
+        const float* src = kv_row(kv.v_pages, kv.v16_pages, kv.page_rows, static_cast<int64_t>(j),
+                                  kvh, s, tmp.data());
         std::copy(src, src + d, packed + (kvh * nk + static_cast<int64_t>(j)) * d);
       }
     }
   });
 }
 
-// The reference on fp32 copies of half keys/values.
-void reference_on(const float* q, int64_t nq, const KV& kv, int64_t nk, const AttentionShape& s,
-                  int64_t causal_offset, float* out) {
-  if (kv.k != nullptr) {
-    attention_kernels::attention_reference(q, nq, kv.k, kv.v, nk, s, causal_offset, out);
+// The reference on contiguous fp32 copies of paged or half keys/values.
+void reference_on(const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
+                  const AttentionShape& s, int64_t causal_offset, float* out) {
+  if (kv.k_pages != nullptr && nk > 0 && nk <= kv.page_rows) {
+    attention_kernels::attention_reference(q, nq, kv.k_pages[0], kv.v_pages[0], nk, s,
+                                           causal_offset, out);
     return;
   }
-  const size_t count = static_cast<size_t>(nk * s.n_kv_heads * s.head_dim);
-  std::vector<float> k(count), v(count);
-  f16_to_f32_row(kv.k16, static_cast<int64_t>(count), k.data());
-  f16_to_f32_row(kv.v16, static_cast<int64_t>(count), v.data());
+  const int64_t d = s.head_dim;
+  std::vector<float> k(static_cast<size_t>(nk * s.n_kv_heads * d)), v(k.size());
+  for (int64_t j = 0; j < nk; ++j) {
+    for (int64_t kvh = 0; kvh < s.n_kv_heads; ++kvh) {
+      float* k_dst = k.data() + (j * s.n_kv_heads + kvh) * d;
+      float* v_dst = v.data() + (j * s.n_kv_heads + kvh) * d;
+      const float* k_row = kv_row(kv.k_pages, kv.k16_pages, kv.page_rows, j, kvh, s, k_dst);
+      const float* v_row = kv_row(kv.v_pages, kv.v16_pages, kv.page_rows, j, kvh, s, v_dst);
+      if (k_row != k_dst) std::copy(k_row, k_row + d, k_dst);
+      if (v_row != v_dst) std::copy(v_row, v_row + d, v_dst);
+    }
+  }
   attention_kernels::attention_reference(q, nq, k.data(), v.data(), nk, s, causal_offset, out);
 }
 
-void attention_on(IsaLevel isa, const float* q, int64_t nq, const KV& kv, int64_t nk,
+void attention_on(IsaLevel isa, const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
                   const AttentionShape& s, int64_t causal_offset, float* out) {
   const bool fast_shape = s.head_dim > 0 && s.head_dim % 16 == 0 && s.n_kv_heads > 0 &&
                           s.n_heads % s.n_kv_heads == 0 && nk > 0;
@@ -146,7 +201,7 @@ void attention_on(IsaLevel isa, const float* q, int64_t nq, const KV& kv, int64_
   // Transposing K pays off once enough rows (query x head-in-group) share each key.
   const bool use_panels = nq * group > kDirectMaxRows;
   // Only the AVX2 task reads half keys/values directly.
-  const bool half_direct = kv.k == nullptr && !use_panels;
+  const bool half_direct = kv.k_pages == nullptr && !use_panels;
   const auto task = isa == IsaLevel::kAvx512 && !half_direct ? attention_kernels::task_avx512
                                                              : attention_kernels::task_avx2;
   const int64_t tiles = (nk + kKeyTile - 1) / kKeyTile;
@@ -160,11 +215,8 @@ void attention_on(IsaLevel isa, const float* q, int64_t nq, const KV& kv, int64_
 
   attention_kernels::Problem p;
   p.q = q;
-  p.k = kv.k;
+  p.kv = kv;
   p.k_panels = use_panels ? panels.data() : nullptr;
-  p.v = kv.v;
-  p.k16 = use_panels ? nullptr : kv.k16;
-  p.v16 = use_panels ? nullptr : kv.v16;
   p.v_packed = use_panels ? values.data() : nullptr;
   p.out = out;
   p.nq = nq;
@@ -194,7 +246,27 @@ void attention_on(IsaLevel isa, const float* q, int64_t nq, const KV& kv, int64_
       });
 }
 
-// One small problem per code path (K panels and direct K, causal and not) against the reference.
+// rows [nk, row_elems] in pages of kCheckPageRows rows, stored in reverse order in `pool` (a
+// pool hands pages out in any order); returns the page addresses.
+constexpr int64_t kCheckPageRows = 16;
+template <typename T>
+std::vector<const T*> reversed_pages(const std::vector<T>& rows, int64_t nk, int64_t row_elems,
+                                     std::vector<T>& pool) {
+  const int64_t n_pages = (nk + kCheckPageRows - 1) / kCheckPageRows;
+  const int64_t page_elems = kCheckPageRows * row_elems;
+  pool.assign(static_cast<size_t>(n_pages * page_elems), T{});
+  std::vector<const T*> pages(static_cast<size_t>(n_pages));
+  for (int64_t x = 0; x < n_pages; ++x) {
+    T* dst = pool.data() + (n_pages - 1 - x) * page_elems;
+    const int64_t count = std::min(kCheckPageRows, nk - x * kCheckPageRows) * row_elems;
+    std::copy(rows.begin() + x * page_elems, rows.begin() + x * page_elems + count, dst);
+    pages[static_cast<size_t>(x)] = dst;
+  }
+  return pages;
+}
+
+// One small problem per code path (K panels and direct K, causal and not) against the reference,
+// for both storages; the same through shuffled 16-row pages must give the same bits.
 bool agrees_with_reference(IsaLevel isa) {
   struct Check {
     int64_t nq, nk, causal_offset;
@@ -221,14 +293,34 @@ bool agrees_with_reference(IsaLevel isa) {
     }
     attention_kernels::attention_reference(q.data(), c.nq, k.data(), v.data(), c.nk, shape,
                                            c.causal_offset, want.data());
-    for (const KV& kv :
-         {KV{k.data(), v.data(), nullptr, nullptr}, KV{nullptr, nullptr, k16.data(), v16.data()}}) {
-      attention_on(isa, q.data(), c.nq, kv, c.nk, shape, c.causal_offset, got.data());
+    const float* kp = k.data();
+    const float* vp = v.data();
+    const uint16_t* k16p = k16.data();
+    const uint16_t* v16p = v16.data();
+    std::vector<float> k_pool, v_pool, got_paged(q.size());
+    std::vector<uint16_t> k16_pool, v16_pool;
+    const auto k_pages = reversed_pages(k, c.nk, 2 * 64, k_pool);
+    const auto v_pages = reversed_pages(v, c.nk, 2 * 64, v_pool);
+    const auto k16_pages = reversed_pages(k16, c.nk, 2 * 64, k16_pool);
+    const auto v16_pages = reversed_pages(v16, c.nk, 2 * 64, v16_pool);
+    PagedKV paged_f32, paged_f16;
+    paged_f32.k_pages = k_pages.data();
+    paged_f32.v_pages = v_pages.data();
+    paged_f16.k16_pages = k16_pages.data();
+    paged_f16.v16_pages = v16_pages.data();
+    paged_f32.page_rows = paged_f16.page_rows = kCheckPageRows;
+    for (const bool half : {false, true}) {
+      attention_on(isa, q.data(), c.nq,
+                   half ? one_page(&k16p, &v16p, c.nk) : one_page(&kp, &vp, c.nk), c.nk, shape,
+                   c.causal_offset, got.data());
+      attention_on(isa, q.data(), c.nq, half ? paged_f16 : paged_f32, c.nk, shape, c.causal_offset,
+                   got_paged.data());
       for (size_t i = 0; i < got.size(); ++i) {
-        if (!(std::fabs(got[i] - want[i]) <= 1e-4f)) {
+        if (!(std::fabs(got[i] - want[i]) <= 1e-4f) ||
+            std::memcmp(&got[i], &got_paged[i], sizeof(float)) != 0) {
           QVL_LOG(kError) << isa_level_name(isa)
                           << " attention kernel disagrees with the reference (" << got[i] << " vs "
-                          << want[i] << (kv.k ? ", fp32" : ", half")
+                          << want[i] << ", paged " << got_paged[i] << (half ? ", half" : ", fp32")
                           << " K/V); using a lower level";
           return false;
         }
@@ -270,13 +362,24 @@ IsaLevel attention_isa() {
 void attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
                const AttentionShape& s, int64_t causal_offset, float* out) {
   const profile::StageScope stage(profile::Work::kAttention);
-  attention_on(attention_isa(), q, nq, KV{k, v, nullptr, nullptr}, nk, s, causal_offset, out);
+  attention_on(attention_isa(), q, nq, one_page(&k, &v, nk), nk, s, causal_offset, out);
 }
 
 void attention(const float* q, int64_t nq, const uint16_t* k, const uint16_t* v, int64_t nk,
                const AttentionShape& s, int64_t causal_offset, float* out) {
   const profile::StageScope stage(profile::Work::kAttention);
-  attention_on(attention_isa(), q, nq, KV{nullptr, nullptr, k, v}, nk, s, causal_offset, out);
+  attention_on(attention_isa(), q, nq, one_page(&k, &v, nk), nk, s, causal_offset, out);
+}
+
+void attention(const float* q, int64_t nq, const PagedKV& kv, int64_t nk, const AttentionShape& s,
+               int64_t causal_offset, float* out) {
+  const profile::StageScope stage(profile::Work::kAttention);
+  QVL_CHECK(kv.page_rows > 0 && kv.page_rows % attention_kernels::kKeyTile == 0);
+  QVL_CHECK((kv.k_pages != nullptr && kv.v_pages != nullptr && kv.k16_pages == nullptr &&
+             kv.v16_pages == nullptr) ||
+            (kv.k_pages == nullptr && kv.v_pages == nullptr && kv.k16_pages != nullptr &&
+             kv.v16_pages != nullptr));
+  attention_on(attention_isa(), q, nq, kv, nk, s, causal_offset, out);
 }
 
 }  // namespace qvl::ops

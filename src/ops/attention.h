@@ -20,4 +20,21 @@ void attention(const float* q, int64_t nq, const float* k, const float* v, int64
 void attention(const float* q, int64_t nq, const uint16_t* k, const uint16_t* v, int64_t nk,
                const AttentionShape& shape, int64_t causal_offset, float* out);
 
+// Keys and values split into pages of page_rows positions: position j of kv head h is at
+//   k_pages[j / page_rows] + ((j % page_rows) * n_kv_heads + h) * head_dim   (same for v).
+// Exactly one storage is set: fp32 (k_pages/v_pages) or IEEE half (k16_pages/v16_pages).
+// page_rows must be a multiple of 16.
+struct PagedKV {
+  const float* const* k_pages = nullptr;
+  const float* const* v_pages = nullptr;
+  const uint16_t* const* k16_pages = nullptr;
+  const uint16_t* const* v16_pages = nullptr;
+  int64_t page_rows = 0;
+};
+// The same as attention() above with keys/values read through the pages (nk positions).
+// Bit-identical to the contiguous overloads on the same numbers, for every page size: the
+// contiguous calls are this one with a single page.
+void attention(const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
+               const AttentionShape& shape, int64_t causal_offset, float* out);
+
 }  // namespace qvl::ops

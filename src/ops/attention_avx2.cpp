@@ -65,16 +65,16 @@ __m256 load8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// scores[r][0 .. n_keys) for the first kLive rows, from keys in their natural layout (row j
-// at k + j * k_stride), scaled.
+// scores[r][0 .. n_keys) for the first kLive rows, from key rows k[j] (n_keys + kPrefetchKeys
+// addresses), scaled.
 template <int kLive, typename T>
-void qk_direct(const float* const* qr, const T* k, int64_t k_stride, int64_t d, float scale,
-               int64_t n_keys, float* scores) {
+void qk_direct(const float* const* qr, const T* const* k, int64_t d, float scale, int64_t n_keys,
+               float* scores) {
   for (int64_t j = 0; j < n_keys; ++j) {
-    const T* kj = k + j * k_stride;
+    const T* kj = k[j];
     // Rows are a page or more apart in decode: the hardware prefetcher does not follow them.
     for (int64_t c = 0; c < d; c += 16) {
-      _mm_prefetch(reinterpret_cast<const char*>(kj + kPrefetchKeys * k_stride + c), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(k[j + kPrefetchKeys] + c), _MM_HINT_T0);
     }
     __m256 acc[kLive];
     for (int r = 0; r < kLive; ++r) acc[r] = _mm256_setzero_ps();
@@ -87,38 +87,46 @@ void qk_direct(const float* const* qr, const T* k, int64_t k_stride, int64_t d, 
   }
 }
 
-// o[r][c0 .. c0 + 16) = alpha[r] * o + sum_j p[r][j] * v[j] for the first kLive rows.
-template <int kLive, typename T>
-void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const T* v, int64_t v_stride,
-              int64_t n_keys) {
-  __m256 acc[kLive][2];
+// o[r][c0 .. c0 + 8 * kVecs) = alpha[r] * o + sum_j p[r][j] * v[j][c0 ..] for the first kLive
+// rows (v: n_keys + kPrefetchKeys row addresses).
+template <int kLive, int kVecs, typename T>
+void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const T* const* v,
+              int64_t c0, int64_t n_keys) {
+  __m256 acc[kLive][kVecs];
   for (int r = 0; r < kLive; ++r) {
     const __m256 a = _mm256_set1_ps(alpha[r]);
-    acc[r][0] = _mm256_mul_ps(a, _mm256_loadu_ps(o + r * d));
-    acc[r][1] = _mm256_mul_ps(a, _mm256_loadu_ps(o + r * d + 8));
+    for (int x = 0; x < kVecs; ++x)
+      acc[r][x] = _mm256_mul_ps(a, _mm256_loadu_ps(o + c0 + r * d + x * 8));
   }
   for (int64_t j = 0; j < n_keys; ++j) {
-    _mm_prefetch(reinterpret_cast<const char*>(v + (j + kPrefetchKeys) * v_stride), _MM_HINT_T0);
-    const __m256 v0 = load8(v + j * v_stride);
-    const __m256 v1 = load8(v + j * v_stride + 8);
+    const T* ahead = v[j + kPrefetchKeys] + c0;
+    for (int x = 0; x < kVecs; x += 2) {
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + x * 8), _MM_HINT_T0);
+    }
+    const T* vj = v[j] + c0;
+    __m256 vv[kVecs];
+    for (int x = 0; x < kVecs; ++x) vv[x] = load8(vj + x * 8);
     for (int r = 0; r < kLive; ++r) {
       const __m256 pb = _mm256_broadcast_ss(p + r * kKeyBlock + j);
-      acc[r][0] = _mm256_fmadd_ps(pb, v0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(pb, v1, acc[r][1]);
+      for (int x = 0; x < kVecs; ++x) acc[r][x] = _mm256_fmadd_ps(pb, vv[x], acc[r][x]);
     }
   }
   for (int r = 0; r < kLive; ++r) {
-    _mm256_storeu_ps(o + r * d, acc[r][0]);
-    _mm256_storeu_ps(o + r * d + 8, acc[r][1]);
+    for (int x = 0; x < kVecs; ++x) _mm256_storeu_ps(o + c0 + r * d + x * 8, acc[r][x]);
   }
 }
 
-// pv_chunk over all of head_dim.
+// pv_chunk over all of head_dim: wider column chunks for fewer rows (decode), so each value
+// row address is read once per chunk for more columns. Every column still sums its keys in
+// order, so the chunk width changes no result bit.
 template <int kLive, typename T>
-void pv_rows(float* o, int64_t d, const float* alpha, const float* p, const T* v, int64_t v_stride,
+void pv_rows(float* o, int64_t d, const float* alpha, const float* p, const T* const* v,
              int64_t n_keys) {
-  for (int64_t c0 = 0; c0 < d; c0 += 16)
-    pv_chunk<kLive>(o + c0, d, alpha, p, v + c0, v_stride, n_keys);
+  constexpr int kVecs = kLive == 1 ? 8 : kLive == 2 ? 4 : 2;
+  int64_t c0 = 0;
+  for (; c0 + kVecs * 8 <= d; c0 += kVecs * 8)
+    pv_chunk<kLive, kVecs>(o, d, alpha, p, v, c0, n_keys);
+  for (; c0 < d; c0 += 16) pv_chunk<kLive, 2>(o, d, alpha, p, v, c0, n_keys);
 }
 
 template <int N>
@@ -205,8 +213,13 @@ void task_avx2(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_b
     return causal ? min_i64(p.nk, p.causal_offset + i + 1) : p.nk;
   };
   const int64_t n_tiles_all = (p.nk + kKeyTile - 1) / kKeyTile;
-  const int64_t v_stride = s.n_kv_heads * d;
-  const int64_t pv_stride = p.v_packed ? d : v_stride;
+  const int64_t row_stride = s.n_kv_heads * d;  // between positions in a page
+  const bool half = p.kv.k16_pages != nullptr;
+  // Row addresses of the current key block (and kPrefetchKeys beyond) for one kv head.
+  const float* k_rows[kKeyBlock + kPrefetchKeys];
+  const float* v_rows[kKeyBlock + kPrefetchKeys];
+  const uint16_t* k16_rows[kKeyBlock + kPrefetchKeys];
+  const uint16_t* v16_rows[kKeyBlock + kPrefetchKeys];
   const int64_t task_keys = visible_keys(q_end - 1);
   for (int64_t j0 = 0; j0 < task_keys; j0 += kKeyBlock) {
     const int64_t j1 = min_i64(j0 + kKeyBlock, task_keys);
@@ -216,6 +229,22 @@ void task_avx2(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_b
       float* m = m_all + (kvh - kvh_begin) * rows_padded;
       float* l = l_all + (kvh - kvh_begin) * rows_padded;
       const float* panels = p.k_panels ? p.k_panels + kvh * n_tiles_all * d * kKeyTile : nullptr;
+      const int64_t table = j1 - j0 + kPrefetchKeys, last = p.nk - 1;
+      if (p.k_panels == nullptr && half) {
+        row_addresses(p.kv.k16_pages, p.kv.page_rows, row_stride, kvh * d, j0, table, last,
+                      k16_rows);
+      } else if (p.k_panels == nullptr) {
+        row_addresses(p.kv.k_pages, p.kv.page_rows, row_stride, kvh * d, j0, table, last, k_rows);
+      }
+      if (p.v_packed != nullptr) {
+        const float* packed = p.v_packed + kvh * p.nk * d;
+        row_addresses(&packed, p.nk, d, 0, j0, table, last, v_rows);
+      } else if (half) {
+        row_addresses(p.kv.v16_pages, p.kv.page_rows, row_stride, kvh * d, j0, table, last,
+                      v16_rows);
+      } else {
+        row_addresses(p.kv.v_pages, p.kv.page_rows, row_stride, kvh * d, j0, table, last, v_rows);
+      }
       for (int64_t g = 0; g < rows; g += kRows) {
         const float* qr[kRows];
         int64_t visible[kRows];  // relative to j0
@@ -235,14 +264,11 @@ void task_avx2(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_b
         }
         const int live = static_cast<int>(min_i64(kRows, rows - g));  // rows past the end: padding
         if (p.k_panels == nullptr) {
-          const int64_t k_at = j0 * v_stride + kvh * d;
           with_live_rows(live, [&](auto rows_c) {
-            if (p.k16 != nullptr) {
-              qk_direct<decltype(rows_c)::value>(qr, p.k16 + k_at, v_stride, d, s.scale, group_keys,
-                                                 scores);
+            if (half) {
+              qk_direct<decltype(rows_c)::value>(qr, k16_rows, d, s.scale, group_keys, scores);
             } else {
-              qk_direct<decltype(rows_c)::value>(qr, p.k + k_at, v_stride, d, s.scale, group_keys,
-                                                 scores);
+              qk_direct<decltype(rows_c)::value>(qr, k_rows, d, s.scale, group_keys, scores);
             }
           });
         }
@@ -250,15 +276,10 @@ void task_avx2(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_b
         softmax_block(scores, visible, n_tiles, m + g, l + g, alpha);
         float* og = o + g * d;
         with_live_rows(live, [&](auto rows_c) {
-          if (p.v_packed != nullptr) {
-            pv_rows<decltype(rows_c)::value>(
-                og, d, alpha, scores, p.v_packed + (kvh * p.nk + j0) * d, pv_stride, group_keys);
-          } else if (p.v16 != nullptr) {
-            pv_rows<decltype(rows_c)::value>(og, d, alpha, scores, p.v16 + j0 * v_stride + kvh * d,
-                                             pv_stride, group_keys);
+          if (half && p.v_packed == nullptr) {
+            pv_rows<decltype(rows_c)::value>(og, d, alpha, scores, v16_rows, group_keys);
           } else {
-            pv_rows<decltype(rows_c)::value>(og, d, alpha, scores, p.v + j0 * v_stride + kvh * d,
-                                             pv_stride, group_keys);
+            pv_rows<decltype(rows_c)::value>(og, d, alpha, scores, v_rows, group_keys);
           }
         });
       }

@@ -49,16 +49,16 @@ void qk_tiles(const float* const* qr, const float* panel, int64_t d, float scale
   }
 }
 
-// scores[r][0 .. n_keys) for the first kLive rows, from keys in their natural layout (row j
-// at k + j * k_stride), scaled.
+// scores[r][0 .. n_keys) for the first kLive rows, from key rows k[j] (n_keys + kPrefetchKeys
+// addresses), scaled.
 template <int kLive>
-void qk_direct(const float* const* qr, const float* k, int64_t k_stride, int64_t d, float scale,
+void qk_direct(const float* const* qr, const float* const* k, int64_t d, float scale,
                int64_t n_keys, float* scores) {
   for (int64_t j = 0; j < n_keys; ++j) {
-    const float* kj = k + j * k_stride;
+    const float* kj = k[j];
     // Rows are a page or more apart in decode: the hardware prefetcher does not follow them.
     for (int64_t c = 0; c < d; c += 16) {
-      _mm_prefetch(reinterpret_cast<const char*>(kj + kPrefetchKeys * k_stride + c), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(k[j + kPrefetchKeys] + c), _MM_HINT_T0);
     }
     __m512 acc[kLive];
     for (int r = 0; r < kLive; ++r) acc[r] = _mm512_setzero_ps();
@@ -72,21 +72,21 @@ void qk_direct(const float* const* qr, const float* k, int64_t k_stride, int64_t
   }
 }
 
-// o[r][c0 .. c0 + 16 * kVecs) = alpha[r] * o + sum_j p[r][j] * v[j] for the first kLive rows.
+// o[r][c0 .. c0 + 16 * kVecs) = alpha[r] * o + sum_j p[r][j] * v[j][c0 ..] for the first kLive
+// rows (v: n_keys + kPrefetchKeys row addresses).
 template <int kLive, int kVecs>
-void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const float* v,
-              int64_t v_stride, int64_t n_keys) {
+void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const float* const* v,
+              int64_t c0, int64_t n_keys) {
   __m512 acc[kLive][kVecs];
   for (int r = 0; r < kLive; ++r) {
     const __m512 a = _mm512_set1_ps(alpha[r]);
     for (int x = 0; x < kVecs; ++x)
-      acc[r][x] = _mm512_mul_ps(a, _mm512_loadu_ps(o + r * d + x * 16));
+      acc[r][x] = _mm512_mul_ps(a, _mm512_loadu_ps(o + c0 + r * d + x * 16));
   }
   for (int64_t j = 0; j < n_keys; ++j) {
-    const float* vj = v + j * v_stride;
+    const float* vj = v[j] + c0;
     for (int x = 0; x < kVecs; x += 1) {
-      _mm_prefetch(reinterpret_cast<const char*>(vj + kPrefetchKeys * v_stride + x * 16),
-                   _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(v[j + kPrefetchKeys] + c0 + x * 16), _MM_HINT_T0);
     }
     __m512 vv[kVecs];
     for (int x = 0; x < kVecs; ++x) vv[x] = _mm512_loadu_ps(vj + x * 16);
@@ -96,27 +96,27 @@ void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const flo
     }
   }
   for (int r = 0; r < kLive; ++r) {
-    for (int x = 0; x < kVecs; ++x) _mm512_storeu_ps(o + r * d + x * 16, acc[r][x]);
+    for (int x = 0; x < kVecs; ++x) _mm512_storeu_ps(o + c0 + r * d + x * 16, acc[r][x]);
   }
 }
 
 // pv_chunk over all of head_dim, 64 columns at a time.
 template <int kLive>
-void pv_rows(float* o, int64_t d, const float* alpha, const float* p, const float* v,
-             int64_t v_stride, int64_t n_keys) {
+void pv_rows(float* o, int64_t d, const float* alpha, const float* p, const float* const* v,
+             int64_t n_keys) {
   for (int64_t c0 = 0; c0 < d; c0 += 64) {
     switch (min_i64(4, (d - c0) / 16)) {
       case 4:
-        pv_chunk<kLive, 4>(o + c0, d, alpha, p, v + c0, v_stride, n_keys);
+        pv_chunk<kLive, 4>(o, d, alpha, p, v, c0, n_keys);
         break;
       case 3:
-        pv_chunk<kLive, 3>(o + c0, d, alpha, p, v + c0, v_stride, n_keys);
+        pv_chunk<kLive, 3>(o, d, alpha, p, v, c0, n_keys);
         break;
       case 2:
-        pv_chunk<kLive, 2>(o + c0, d, alpha, p, v + c0, v_stride, n_keys);
+        pv_chunk<kLive, 2>(o, d, alpha, p, v, c0, n_keys);
         break;
       default:
-        pv_chunk<kLive, 1>(o + c0, d, alpha, p, v + c0, v_stride, n_keys);
+        pv_chunk<kLive, 1>(o, d, alpha, p, v, c0, n_keys);
         break;
     }
   }
@@ -180,8 +180,10 @@ void task_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q
     return causal ? min_i64(p.nk, p.causal_offset + i + 1) : p.nk;
   };
   const int64_t n_tiles_all = (p.nk + kKeyTile - 1) / kKeyTile;
-  const int64_t v_stride = s.n_kv_heads * d;
-  const int64_t pv_stride = p.v_packed ? d : v_stride;
+  const int64_t row_stride = s.n_kv_heads * d;  // between positions in a page
+  // Row addresses of the current key block (and kPrefetchKeys beyond) for one kv head.
+  const float* k_rows[kKeyBlock + kPrefetchKeys];
+  const float* v_rows[kKeyBlock + kPrefetchKeys];
   const int64_t task_keys = visible_keys(q_end - 1);
   for (int64_t j0 = 0; j0 < task_keys; j0 += kKeyBlock) {
     const int64_t j1 = min_i64(j0 + kKeyBlock, task_keys);
@@ -191,6 +193,16 @@ void task_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q
       float* m = m_all + (kvh - kvh_begin) * rows_padded;
       float* l = l_all + (kvh - kvh_begin) * rows_padded;
       const float* panels = p.k_panels ? p.k_panels + kvh * n_tiles_all * d * kKeyTile : nullptr;
+      const int64_t table = j1 - j0 + kPrefetchKeys, last = p.nk - 1;
+      if (p.k_panels == nullptr) {
+        row_addresses(p.kv.k_pages, p.kv.page_rows, row_stride, kvh * d, j0, table, last, k_rows);
+      }
+      if (p.v_packed != nullptr) {
+        const float* packed = p.v_packed + kvh * p.nk * d;
+        row_addresses(&packed, p.nk, d, 0, j0, table, last, v_rows);
+      } else {
+        row_addresses(p.kv.v_pages, p.kv.page_rows, row_stride, kvh * d, j0, table, last, v_rows);
+      }
       for (int64_t g = 0; g < rows; g += kRows) {
         const float* qr[kRows];
         int64_t visible[kRows];  // relative to j0
@@ -214,39 +226,36 @@ void task_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q
         }
         const int live = static_cast<int>(min_i64(kRows, rows - g));  // rows past the end: padding
         if (p.k_panels == nullptr) {
-          const float* kb = p.k + j0 * v_stride + kvh * d;
           switch (live) {
             case 4:
-              qk_direct<4>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+              qk_direct<4>(qr, k_rows, d, s.scale, group_keys, scores);
               break;
             case 3:
-              qk_direct<3>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+              qk_direct<3>(qr, k_rows, d, s.scale, group_keys, scores);
               break;
             case 2:
-              qk_direct<2>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+              qk_direct<2>(qr, k_rows, d, s.scale, group_keys, scores);
               break;
             default:
-              qk_direct<1>(qr, kb, v_stride, d, s.scale, group_keys, scores);
+              qk_direct<1>(qr, k_rows, d, s.scale, group_keys, scores);
               break;
           }
         }
         float alpha[kRows];
         softmax_block(scores, visible, n_tiles, m + g, l + g, alpha);
         float* og = o + g * d;
-        const float* vb =
-            p.v_packed ? p.v_packed + (kvh * p.nk + j0) * d : p.v + j0 * v_stride + kvh * d;
         switch (live) {
           case 4:
-            pv_rows<4>(og, d, alpha, scores, vb, pv_stride, group_keys);
+            pv_rows<4>(og, d, alpha, scores, v_rows, group_keys);
             break;
           case 3:
-            pv_rows<3>(og, d, alpha, scores, vb, pv_stride, group_keys);
+            pv_rows<3>(og, d, alpha, scores, v_rows, group_keys);
             break;
           case 2:
-            pv_rows<2>(og, d, alpha, scores, vb, pv_stride, group_keys);
+            pv_rows<2>(og, d, alpha, scores, v_rows, group_keys);
             break;
           default:
-            pv_rows<1>(og, d, alpha, scores, vb, pv_stride, group_keys);
+            pv_rows<1>(og, d, alpha, scores, v_rows, group_keys);
             break;
         }
       }

@@ -27,24 +27,32 @@ bool kernels_verified(IsaLevel isa);
 
 struct Problem {
   const float* q = nullptr;  // [nq, n_heads, head_dim]
-  const float* k = nullptr;  // [nk, n_kv_heads, head_dim]
-  // [n_kv_heads, ceil(nk / kKeyTile), head_dim, kKeyTile], or null: scores from k directly (a
-  // dot product per key, no transpose: cheaper when few rows share each key, as in decode).
+  // Keys and values as stored (fp32 or half), read row by row through their pages. Only the
+  // AVX2 task reads half rows, and only without k_panels / v_packed.
+  PagedKV kv;
+  // [n_kv_heads, ceil(nk / kKeyTile), head_dim, kKeyTile], or null: scores from the key rows
+  // directly (a dot product per key, no transpose: cheaper when few rows share each key, as in
+  // decode).
   const float* k_panels = nullptr;
-  const float* v = nullptr;  // [nk, n_kv_heads, head_dim]
   // v as [n_kv_heads, nk, head_dim], or null. Rows of v for one head are a page or more apart in
   // the model's shapes, so a block of them would fight over the same few cache sets.
   const float* v_packed = nullptr;
-  // k and v stored as IEEE half instead (same layout), or null. Only the AVX2 task reads them,
-  // and only without k_panels / v_packed.
-  const uint16_t* k16 = nullptr;
-  const uint16_t* v16 = nullptr;
   float* out = nullptr;  // [nq, n_heads, head_dim]
   int64_t nq = 0;
   int64_t nk = 0;
   AttentionShape shape;
   int64_t causal_offset = -1;
 };
+
+// rows[i] = the address of row j0 + i (rows past `last` repeat row `last`, so reading ahead to
+// prefetch stays inside the data) for i in [0, n), row j being at
+// pages[j / page_rows] + (j % page_rows) * row_stride + offset. The kernels read key and value
+// rows only through such tables, so pages change no arithmetic: results are bit-identical for
+// every page size.
+void row_addresses(const float* const* pages, int64_t page_rows, int64_t row_stride, int64_t offset,
+                   int64_t j0, int64_t n, int64_t last, const float** rows);
+void row_addresses(const uint16_t* const* pages, int64_t page_rows, int64_t row_stride,
+                   int64_t offset, int64_t j0, int64_t n, int64_t last, const uint16_t** rows);
 
 // Floats of scratch a task with `rows` rows per kv head and `heads` kv heads needs.
 int64_t task_scratch_floats(int64_t rows, int64_t head_dim, int64_t heads);

@@ -130,7 +130,11 @@ void Server::handle_chat(const httplib::Request& req, httplib::Response& res) {
   context->job = std::make_unique<GenerationJob>(engine, std::move(chat.generation));
   context->registration = watch_.watch(socket_fd, deadline, &context->job->cancel_state());
   context->job->wait_started();
-  if (chat.stream && !context->job->finished()) return stream_chat(context, res);
+  // A stream asked for is a stream, even when the job ended before any text (a short answer of
+  // special tokens); only a job that failed before its first token answers with an HTTP error.
+  const bool failed_before_text =
+      context->job->finished() && job_failure(*context->job, context->timeout_seconds);
+  if (chat.stream && !failed_before_text) return stream_chat(context, res);
   finish_chat(context, res);
 }
 

@@ -29,6 +29,61 @@ const std::vector<double> kLatencyBuckets = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 const std::vector<double> kFastBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                           1,     2.5,  5,     10,   30,  60};
 
+void engine_histogram(std::string& out, const std::string& name, const std::vector<double>& bounds,
+                      const std::vector<uint64_t>& counts, double sum) {
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds.size() && i < counts.size(); ++i) {
+    cumulative += counts[i];
+    out += name + "_bucket{le=\"" + number(bounds[i]) + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  if (counts.size() > bounds.size()) cumulative += counts[bounds.size()];
+  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(cumulative) + "\n";
+  out += name + "_sum " + number(sum) + "\n";
+  out += name + "_count " + std::to_string(cumulative) + "\n";
+}
+
+void render_engine(std::string& out, const EngineStats& e) {
+  const auto d = [](auto v) { return static_cast<double>(v); };
+  header(
+      out, "qvl_prefix_cache_hit_tokens_total", "counter",
+      "Prompt positions whose keys/values came from the prefix cache instead of being computed.");
+  sample(out, "qvl_prefix_cache_hit_tokens_total", d(e.prefix_hit_tokens));
+  header(out, "qvl_prefix_cache_lookup_tokens_total", "counter",
+         "Prompt positions looked up in the prefix cache.");
+  sample(out, "qvl_prefix_cache_lookup_tokens_total", d(e.prefix_lookup_tokens));
+  header(out, "qvl_image_cache_hits_total", "counter", "Images whose vision features were cached.");
+  sample(out, "qvl_image_cache_hits_total", d(e.image_cache_hits));
+  header(out, "qvl_image_cache_misses_total", "counter", "Images run through the vision tower.");
+  sample(out, "qvl_image_cache_misses_total", d(e.image_cache_misses));
+  header(out, "qvl_image_cache_evictions_total", "counter", "Images dropped from the cache.");
+  sample(out, "qvl_image_cache_evictions_total", d(e.image_cache_evictions));
+  header(out, "qvl_image_cache_bytes", "gauge", "Bytes of cached vision features.");
+  sample(out, "qvl_image_cache_bytes", d(e.image_cache_bytes));
+  header(out, "qvl_kv_blocks_total", "gauge", "KV cache pages in the pool.");
+  sample(out, "qvl_kv_blocks_total", d(e.kv_pages_total));
+  header(out, "qvl_kv_blocks_used", "gauge", "KV cache pages held by running requests.");
+  sample(out, "qvl_kv_blocks_used", d(e.kv_pages_used));
+  header(out, "qvl_kv_blocks_cached", "gauge", "Idle KV cache pages holding reusable prefixes.");
+  sample(out, "qvl_kv_blocks_cached", d(e.kv_pages_cached));
+  header(out, "qvl_kv_blocks_free", "gauge", "KV cache pages never used or released empty.");
+  sample(out, "qvl_kv_blocks_free", d(e.kv_pages_total - e.kv_pages_used - e.kv_pages_cached));
+  header(out, "qvl_kv_evictions_total", "counter", "Cached KV pages reused for other content.");
+  sample(out, "qvl_kv_evictions_total", d(e.kv_evictions));
+  header(out, "qvl_scheduler_steps_total", "counter", "Batched model steps.");
+  sample(out, "qvl_scheduler_steps_total", d(e.steps));
+  header(out, "qvl_scheduler_running", "gauge", "Requests in the running batch.");
+  sample(out, "qvl_scheduler_running", d(e.running));
+  header(out, "qvl_scheduler_waiting", "gauge", "Requests waiting for KV cache room.");
+  sample(out, "qvl_scheduler_waiting", d(e.waiting));
+  header(out, "qvl_batch_size", "histogram", "Requests advanced by one model step.");
+  engine_histogram(out, "qvl_batch_size", e.batch_size_bounds, e.batch_size_counts,
+                   e.batch_size_sum);
+  header(out, "qvl_queue_wait_seconds", "histogram",
+         "Time from submission to the engine until a request joins the running batch.");
+  engine_histogram(out, "qvl_queue_wait_seconds", e.queue_wait_bounds, e.queue_wait_counts,
+                   e.queue_wait_sum);
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> upper_bounds)
@@ -117,6 +172,7 @@ std::string Metrics::render(const LiveGauges& gauges) {
   sample(out, "qvl_active_requests", static_cast<double>(gauges.active_requests));
   header(out, "qvl_model_ready", "gauge", "1 once the model is loaded.");
   sample(out, "qvl_model_ready", gauges.model_ready ? 1 : 0);
+  if (gauges.engine != nullptr) render_engine(out, *gauges.engine);
 
   const auto now = std::chrono::steady_clock::now();
   const double cpu = process_cpu_seconds();

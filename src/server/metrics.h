@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "qvl/engine.h"
+
 namespace qvl::server {
 
 class Histogram {
@@ -30,6 +32,7 @@ struct LiveGauges {
   int64_t queue_depth = 0;
   int64_t active_requests = 0;
   bool model_ready = false;
+  const EngineStats* engine = nullptr;  // caches and scheduler, once the model is loaded
 };
 
 class Metrics {

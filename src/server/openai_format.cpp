@@ -35,7 +35,8 @@ const char* finish_reason_name(FinishReason reason) {
 json usage_json(const GenerationStats& stats) {
   return {{"prompt_tokens", stats.prompt_tokens},
           {"completion_tokens", stats.completion_tokens},
-          {"total_tokens", stats.prompt_tokens + stats.completion_tokens}};
+          {"total_tokens", stats.prompt_tokens + stats.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", stats.cached_tokens}}}};
 }
 
 json timings_json(const GenerationStats& stats) {

@@ -247,6 +247,11 @@ void Server::handle_metrics(httplib::Response& res) {
   gauges.queue_depth = admission_.queued();
   gauges.active_requests = admission_.active();
   gauges.model_ready = state_.load() == State::kReady;
+  EngineStats engine_stats;
+  if (Engine* engine = ready_engine()) {
+    engine_stats = engine->stats();
+    gauges.engine = &engine_stats;
+  }
   res.status = 200;
   res.set_content(metrics_.render(gauges), "text/plain; version=0.0.4; charset=utf-8");
 }
@@ -299,6 +304,15 @@ void Server::handle_props(httplib::Response& res) {
                   {"max_images_per_request", limits.max_images},
                   {"max_image_bytes", limits.max_image_bytes}}},
                 {"max_body_bytes", options_.max_body_bytes}};
+  const EngineStats stats = engine->stats();
+  props["cache"] = {
+      {"kv_cache_bytes", static_cast<uint64_t>(stats.kv_pages_total) * stats.kv_page_bytes},
+      {"kv_page_tokens", stats.kv_page_tokens},
+      {"kv_pages", stats.kv_pages_total},
+      {"kv_storage", info.kv_cache},
+      {"image_cache_bytes", stats.image_cache_budget_bytes},
+      {"max_batch", options_.engine.max_batch},
+      {"prefill_chunk", options_.engine.prefill_chunk}};
   send_json(res, 200, props);
 }
 

@@ -35,7 +35,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                       // 0 = any free port (see Server::bind)
   std::string model_alias;               // served model id; default the model folder name
-  int parallel = 1;                      // requests generating at once
+  int parallel = 8;                      // requests generating at once (one batch)
   int queue = 8;                         // requests waiting for a slot; more get 429
   double request_timeout_seconds = 600;  // deadline from receipt to the last token
   double shutdown_grace_seconds = 20;    // SIGTERM: time in-flight work gets to finish

@@ -50,7 +50,8 @@ const sum = (o) => Object.values(o).reduce((a, b) => a + b, 0);
 const covers = (stages, names, total, what) => {
   for (const n of names) if (!(typeof stages[n] === "number" && stages[n] >= 0)) fail(what + n);
   const s = sum(stages);
-  if (!(s >= 0.7 * total && s <= 1.05 * total)) fail(what + " sum " + s + " vs " + total);
+  // (Phase scopes also hold a little time outside the figure timers: the first sample, ~1 ms.)
+  if (!(s >= 0.7 * total && s <= 1.05 * total + 2)) fail(what + " sum " + s + " vs " + total);
 };
 covers(r.stages.vision_448x448_ms,
        ["patch_embed", "blocks_gemm", "attention", "merger_deepstack", "other"],

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <thread>
 
 #include "base/mapped_file.h"
 #include "golden.h"
@@ -69,6 +70,51 @@ TEST_P(EngineParity, PromptIdsAndGreedyTokens) {
     EXPECT_EQ(r.completion_ids[s], want[s]) << "step " << s;
   }
   EXPECT_EQ(r.text, c.manifest["generated_text"].get<std::string>());
+}
+
+// The same case again on the same engine: every prompt position but the last comes from the
+// prefix cache (and the images from the image cache), and the greedy tokens stay the golden ones.
+TEST_P(EngineParity, PrefixReuseKeepsTheGreedyTokens) {
+  GoldenCase c;
+  for (auto& g : load_golden_cases())
+    if (g.name == GetParam()) c = g;
+  ASSERT_FALSE(c.name.empty());
+  engine().generate(request_for(c));
+  const GenerationResult r = engine().generate(request_for(c));
+  EXPECT_EQ(r.stats.cached_tokens, r.stats.prompt_tokens - 1);
+  EXPECT_EQ(r.prompt_ids, c.i64("input_ids"));
+  const auto want = c.i64("gen.tokens");
+  const auto margins = c.f32("gen.step_margin");
+  ASSERT_EQ(r.completion_ids.size(), want.size());
+  for (size_t s = 0; s < want.size() && margins[s] >= 1e-3f; ++s) {
+    EXPECT_EQ(r.completion_ids[s], want[s]) << "step " << s;
+  }
+}
+
+// Every golden case at once through one engine (continuous batching): each keeps its tokens.
+TEST(EngineParityBatch, AllCasesTogetherKeepTheGreedyTokens) {
+  EngineOptions o;
+  o.model_dir = golden_dir();
+  o.quant = "exact";
+  o.image_min_tokens = 64;
+  o.image_max_tokens = 16384;
+  const auto batched = Engine::load(o);
+  const auto cases = load_golden_cases();
+  std::vector<GenerationResult> results(cases.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    threads.emplace_back([&, i] { results[i] = batched->generate(request_for(cases[i])); });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].name);
+    const auto want = cases[i].i64("gen.tokens");
+    const auto margins = cases[i].f32("gen.step_margin");
+    ASSERT_EQ(results[i].completion_ids.size(), want.size());
+    for (size_t s = 0; s < want.size() && margins[s] >= 1e-3f; ++s) {
+      EXPECT_EQ(results[i].completion_ids[s], want[s]) << "step " << s;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Golden, EngineParity, ::testing::ValuesIn(golden_case_names()),

@@ -1,0 +1,327 @@
+#include "engine/kv_pool.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "base/error.h"
+#include "ops/half_convert.h"
+
+namespace qvl {
+
+KVPool::KVPool(int64_t num_layers, int64_t kv_width, KVType type, int64_t page_rows,
+               size_t budget_bytes)
+    : num_layers_(num_layers), kv_width_(kv_width), type_(type), page_rows_(page_rows) {
+  QVL_CHECK(num_layers > 0 && kv_width > 0 && page_rows > 0 && page_rows % 16 == 0);
+  layer_bytes_ = static_cast<size_t>(page_rows * kv_width) * element_bytes();
+  page_bytes_ = layer_bytes_ * 2 * static_cast<size_t>(num_layers);
+  const size_t count = budget_bytes / page_bytes_;
+  if (count < 2) {
+    fail(ErrorCode::kInvalidArgument,
+         "the KV cache budget of " + std::to_string(budget_bytes >> 20) +
+             " MiB holds fewer than 2 pages of " + std::to_string(page_bytes_ >> 10) + " KiB");
+  }
+  memory_bytes_ = count * page_bytes_;
+  void* m = mmap(nullptr, memory_bytes_, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) {
+    fail(ErrorCode::kResourceExhausted,
+         "cannot reserve " + std::to_string(memory_bytes_ >> 20) + " MiB for the KV cache");
+  }
+  memory_ = static_cast<uint8_t*>(m);
+  pages_.resize(count);
+  free_.reserve(count);
+  for (size_t i = count; i-- > 0;) free_.push_back(static_cast<int32_t>(i));
+  free_count_ = static_cast<int64_t>(count);
+  counters_.page_rows = page_rows_;
+  counters_.page_bytes = page_bytes_;
+}
+
+KVPool::~KVPool() {
+  if (memory_ != nullptr) munmap(memory_, memory_bytes_);
+}
+
+KVPoolStats KVPool::stats() const {
+  KVPoolStats s = counters_;
+  s.pages_total = total_pages();
+  s.pages_cached = cached_idle_count_;
+  s.pages_used = total_pages() - free_count_ - cached_idle_count_;
+  return s;
+}
+
+uint8_t* KVPool::keys(int32_t page, int64_t layer) const {
+  return memory_ + static_cast<size_t>(page) * page_bytes_ +
+         static_cast<size_t>(layer) * 2 * layer_bytes_;
+}
+
+uint8_t* KVPool::values(int32_t page, int64_t layer) const {
+  return keys(page, layer) + layer_bytes_;
+}
+
+void KVPool::lru_unlink(int32_t p) {
+  Page& page = pages_[p];
+  (page.lru_prev >= 0 ? pages_[page.lru_prev].lru_next : lru_head_) = page.lru_next;
+  (page.lru_next >= 0 ? pages_[page.lru_next].lru_prev : lru_tail_) = page.lru_prev;
+  page.lru_prev = page.lru_next = -1;
+  --cached_idle_count_;
+}
+
+void KVPool::lru_push_front(int32_t p) {
+  Page& page = pages_[p];
+  page.lru_prev = -1;
+  page.lru_next = lru_head_;
+  if (lru_head_ >= 0) pages_[lru_head_].lru_prev = p;
+  lru_head_ = p;
+  if (lru_tail_ < 0) lru_tail_ = p;
+  ++cached_idle_count_;
+}
+
+void KVPool::unindex(int32_t p) {
+  Page& page = pages_[p];
+  if (!page.indexed) return;
+  if (page.full) {
+    const auto it = full_index_.find(page.hash);
+    if (it != full_index_.end() && it->second == p) full_index_.erase(it);
+  }
+  if (auto it = children_.find(page.parent); it != children_.end()) {
+    auto& list = it->second;
+    list.erase(std::remove(list.begin(), list.end(), p), list.end());
+    if (list.empty()) children_.erase(it);
+  }
+  page.indexed = page.full = false;
+  page.keys.clear();
+}
+
+int32_t KVPool::allocate() {
+  int32_t p = -1;
+  if (!free_.empty()) {
+    p = free_.back();
+    free_.pop_back();
+    --free_count_;
+  } else if (lru_tail_ >= 0) {
+    p = lru_tail_;
+    lru_unlink(p);
+    unindex(p);
+    ++counters_.evictions;
+  } else {
+    return -1;
+  }
+  pages_[p].refs = 1;
+  return p;
+}
+
+void KVPool::retain(int32_t p) {
+  Page& page = pages_[p];
+  if (page.refs == 0) {
+    QVL_CHECK(page.indexed);  // only cached pages are reachable without a reference
+    lru_unlink(p);
+  }
+  ++page.refs;
+}
+
+void KVPool::release(int32_t p) {
+  Page& page = pages_[p];
+  QVL_CHECK(page.refs > 0);
+  if (--page.refs > 0) return;
+  if (page.indexed) {
+    lru_push_front(p);
+  } else {
+    free_.push_back(p);
+    ++free_count_;
+  }
+}
+
+uint64_t KVPool::chain_hash(uint64_t parent, const uint64_t* keys, int64_t n) {
+  // splitmix64 steps over the parent and every key: a well-mixed 64-bit chain (hits are verified
+  // against the stored keys, so a collision costs a miss, never a wrong answer).
+  auto mix = [](uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  uint64_t h = mix(parent + 0x9e3779b97f4a7c15ull);
+  for (int64_t i = 0; i < n; ++i) h = mix(h ^ (keys[i] + 0x9e3779b97f4a7c15ull * (i + 1)));
+  return h;
+}
+
+void KVPool::copy_rows(int32_t from, int32_t to, int64_t rows) {
+  const size_t bytes = static_cast<size_t>(rows * kv_width_) * element_bytes();
+  for (int64_t layer = 0; layer < num_layers_; ++layer) {
+    std::memcpy(keys(to, layer), keys(from, layer), bytes);
+    std::memcpy(values(to, layer), values(from, layer), bytes);
+  }
+}
+
+KVPool::Match KVPool::lookup(const uint64_t* keys, int64_t limit) {
+  Match m;
+  counters_.prefix_lookup_tokens += static_cast<uint64_t>(std::max<int64_t>(limit, 0));
+  while (m.matched + page_rows_ <= limit) {
+    const uint64_t h = chain_hash(m.chain, keys + m.matched, page_rows_);
+    const auto it = full_index_.find(h);
+    if (it == full_index_.end()) break;
+    const Page& page = pages_[it->second];
+    if (page.parent != m.chain ||
+        !std::equal(page.keys.begin(), page.keys.end(), keys + m.matched)) {
+      break;
+    }
+    retain(it->second);
+    m.pages.push_back(it->second);
+    m.chain = h;
+    m.matched += page_rows_;
+  }
+  // The longest shared beginning among the indexed pages that follow this chain.
+  int32_t best = -1;
+  int64_t best_rows = 0;
+  if (const auto it = children_.find(m.chain); it != children_.end()) {
+    for (int32_t p : it->second) {
+      const std::vector<uint64_t>& k = pages_[p].keys;
+      const int64_t n = std::min<int64_t>(static_cast<int64_t>(k.size()), limit - m.matched);
+      int64_t same = 0;
+      while (same < n && k[same] == keys[m.matched + same]) ++same;
+      if (same > best_rows) {
+        best = p;
+        best_rows = same;
+      }
+    }
+  }
+  if (best >= 0) {
+    retain(best);  // so allocate() cannot evict the page being copied
+    const int32_t copy = allocate();
+    if (copy >= 0) {
+      copy_rows(best, copy, best_rows);
+      m.pages.push_back(copy);
+      m.matched += best_rows;
+    }
+    release(best);
+  }
+  counters_.prefix_hit_tokens += static_cast<uint64_t>(m.matched);
+  return m;
+}
+
+void KVPool::index_page(int32_t p, uint64_t parent, const uint64_t* keys, int64_t rows) {
+  Page& page = pages_[p];
+  if (page.indexed || rows <= 0) return;
+  const bool full = rows == page_rows_;
+  uint64_t hash = 0;
+  if (full) {
+    hash = chain_hash(parent, keys, rows);
+    if (full_index_.count(hash)) return;  // the same content is cached already
+    full_index_[hash] = p;
+  } else if (const auto it = children_.find(parent); it != children_.end()) {
+    for (int32_t other : it->second) {  // a partial page whose content another page contains
+      const auto& k = pages_[other].keys;
+      if (static_cast<int64_t>(k.size()) >= rows && std::equal(keys, keys + rows, k.begin())) {
+        return;
+      }
+    }
+  }
+  page.indexed = true;
+  page.full = full;
+  page.parent = parent;
+  page.hash = hash;
+  page.keys.assign(keys, keys + rows);
+  children_[parent].push_back(p);
+}
+
+// --- PagedSequence ---------------------------------------------------------------------------
+
+void PagedSequence::adopt(KVPool::Match match) {
+  QVL_CHECK(pages_.empty() && length_ == 0);
+  pages_ = std::move(match.pages);
+  length_ = match.matched;
+  const int64_t full = match.matched / pool_.page_rows();
+  // The chain hashes of the adopted full pages are recomputed from the keys on demand; only the
+  // last one is needed to continue the chain.
+  chain_.assign(static_cast<size_t>(full), 0);
+  if (full > 0) chain_.back() = match.chain;
+  indexed_full_ = full;
+  QVL_CHECK(static_cast<int64_t>(keys_.size()) >= length_);
+}
+
+void PagedSequence::reserve_more(int64_t extra) {
+  const int64_t need = pool_.pages_for(length_ + extra);
+  while (static_cast<int64_t>(pages_.size()) < need) {
+    const int32_t p = pool_.allocate();
+    if (p < 0) {
+      fail(ErrorCode::kResourceExhausted, "the KV cache is full (" +
+                                              std::to_string(pool_.total_pages()) +
+                                              " pages in use); try again later");
+    }
+    pages_.push_back(p);
+  }
+}
+
+void PagedSequence::write(int64_t layer, const float* keys, const float* values, int64_t n) {
+  const int64_t rows = pool_.page_rows(), width = pool_.kv_width();
+  const size_t elem = pool_.element_bytes();
+  for (int64_t done = 0; done < n;) {
+    const int64_t pos = length_ + done;
+    const int64_t in_page = pos % rows;
+    const int64_t count = std::min(n - done, rows - in_page);
+    const int32_t page = pages_[pos / rows];
+    uint8_t* k = pool_.keys(page, layer) + static_cast<size_t>(in_page * width) * elem;
+    uint8_t* v = pool_.values(page, layer) + static_cast<size_t>(in_page * width) * elem;
+    const float* ks = keys + done * width;
+    const float* vs = values + done * width;
+    if (pool_.type() == KVType::kF32) {
+      std::memcpy(k, ks, sizeof(float) * count * width);
+      std::memcpy(v, vs, sizeof(float) * count * width);
+    } else {
+      ops::f32_to_f16_row(ks, count * width, reinterpret_cast<uint16_t*>(k));
+      ops::f32_to_f16_row(vs, count * width, reinterpret_cast<uint16_t*>(v));
+    }
+    done += count;
+  }
+}
+
+void PagedSequence::attend(int64_t layer, const float* q, int64_t nq,
+                           const ops::AttentionShape& shape, float* out) const {
+  const int64_t used = pool_.pages_for(length_ + nq);
+  k_ptrs_.resize(static_cast<size_t>(used));
+  v_ptrs_.resize(static_cast<size_t>(used));
+  for (int64_t i = 0; i < used; ++i) {
+    k_ptrs_[i] = pool_.keys(pages_[i], layer);
+    v_ptrs_[i] = pool_.values(pages_[i], layer);
+  }
+  ops::PagedKV kv;
+  kv.page_rows = pool_.page_rows();
+  if (pool_.type() == KVType::kF32) {
+    kv.k_pages = reinterpret_cast<const float* const*>(k_ptrs_.data());
+    kv.v_pages = reinterpret_cast<const float* const*>(v_ptrs_.data());
+  } else {
+    kv.k16_pages = reinterpret_cast<const uint16_t* const*>(k_ptrs_.data());
+    kv.v16_pages = reinterpret_cast<const uint16_t* const*>(v_ptrs_.data());
+  }
+  ops::attention(q, nq, kv, length_ + nq, shape, length_, out);
+}
+
+void PagedSequence::commit(int64_t n) {
+  length_ += n;
+  const int64_t rows = pool_.page_rows();
+  QVL_CHECK(static_cast<int64_t>(keys_.size()) >= length_);
+  while ((indexed_full_ + 1) * rows <= length_) {
+    const uint64_t parent = indexed_full_ == 0 ? KVPool::kRootHash : chain_[indexed_full_ - 1];
+    const uint64_t* k = keys_.data() + indexed_full_ * rows;
+    pool_.index_page(pages_[indexed_full_], parent, k, rows);
+    chain_.push_back(KVPool::chain_hash(parent, k, rows));
+    ++indexed_full_;
+  }
+}
+
+void PagedSequence::release() {
+  const int64_t rows = pool_.page_rows();
+  const int64_t tail = length_ - indexed_full_ * rows;
+  if (tail > 0 && indexed_full_ < static_cast<int64_t>(pages_.size())) {
+    const uint64_t parent = indexed_full_ == 0 ? KVPool::kRootHash : chain_[indexed_full_ - 1];
+    pool_.index_page(pages_[indexed_full_], parent, keys_.data() + indexed_full_ * rows, tail);
+  }
+  for (int32_t p : pages_) pool_.release(p);
+  pages_.clear();
+  length_ = 0;
+  indexed_full_ = 0;
+  chain_.clear();
+}
+
+}  // namespace qvl

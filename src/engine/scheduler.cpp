@@ -1,0 +1,333 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "base/stage_profile.h"
+
+namespace qvl {
+namespace {
+
+template <size_t N>
+void observe(std::array<uint64_t, N + 1>& counts, double& sum, const std::array<double, N>& bounds,
+             double value) {
+  size_t bucket = 0;
+  while (bucket < N && value > bounds[bucket]) ++bucket;
+  ++counts[bucket];
+  sum += value;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(TextDecoder& decoder, const ModelConfig& config, std::vector<int64_t> eos_ids,
+                     KVPool& pool, TurnLock& turn, const SchedulerOptions& options)
+    : decoder_(decoder),
+      config_(config),
+      eos_(std::move(eos_ids)),
+      pool_(pool),
+      turn_(turn),
+      options_(options) {
+  QVL_CHECK(options_.prefill_chunk > 0 && options_.max_running > 0);
+  stats_.kv = pool_.stats();
+  thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void Scheduler::run(Sequence& seq) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (stop_) fail(ErrorCode::kCancelled, "the engine is shutting down");
+  waiting_.push_back(&seq);
+  wake_.notify_all();
+  finished_.wait(lock, [&] { return seq.finished; });
+  if (seq.error) std::rethrow_exception(seq.error);
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  SchedulerStats s = stats_;
+  s.waiting = static_cast<int64_t>(waiting_.size());
+  return s;
+}
+
+int64_t Scheduler::reserved_pages(const Sequence& s) const {
+  return pool_.pages_for(s.prompt_length() + s.max_new);
+}
+
+void Scheduler::loop() {
+  std::vector<Sequence*> running;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || !waiting_.empty() || !running.empty(); });
+      if (stop_ && running.empty()) {
+        for (Sequence* s : waiting_) {
+          s->error =
+              std::make_exception_ptr(Error(ErrorCode::kCancelled, "the engine is shutting down"));
+          s->finished = true;
+        }
+        waiting_.clear();
+        finished_.notify_all();
+        return;
+      }
+      admit(running);
+      stats_.running = static_cast<int64_t>(running.size());
+    }
+    if (!running.empty()) step(running);
+  }
+}
+
+// Called with mutex_ held.
+void Scheduler::admit(std::vector<Sequence*>& running) {
+  while (!waiting_.empty() && static_cast<int64_t>(running.size()) < options_.max_running) {
+    Sequence& s = *waiting_.front();
+    const int64_t n = s.prompt_length();
+    const int64_t capacity = pool_.total_pages() * pool_.page_rows();
+    if (n + 1 > capacity) {
+      waiting_.pop_front();
+      s.error = std::make_exception_ptr(
+          Error(ErrorCode::kResourceExhausted,
+                "the prompt has " + std::to_string(n) + " tokens but the KV cache holds " +
+                    std::to_string(capacity) + " positions (" +
+                    std::to_string((pool_.total_pages() * pool_.stats().page_bytes) >> 20) +
+                    " MiB); shorten the conversation, use fewer or smaller images, or raise "
+                    "--kv-cache-mb"));
+      s.finished = true;
+      finished_.notify_all();
+      continue;
+    }
+    // An answer can grow at most to the whole pool (then it ends as if max_tokens were hit).
+    s.max_new = std::min(s.max_new, capacity - n);
+    const int64_t total = reserved_pages(s);
+    // Pages the running sequences may still claim.
+    int64_t outstanding = 0;
+    for (const Sequence* r : running) outstanding += reserved_pages(*r) - r->kv->pages();
+    // At least the last prompt position is computed: its logits start the answer.
+    KVPool::Match match = pool_.lookup(s.keys.data(), n - 1);
+    const int64_t need = total - static_cast<int64_t>(match.pages.size());
+    if (need + outstanding > pool_.available_pages()) {
+      for (int32_t p : match.pages) pool_.release(p);
+      break;  // first come, first served: wait for pages to come back
+    }
+    waiting_.pop_front();
+    s.kv = std::make_unique<PagedSequence>(pool_);
+    s.kv->push_keys(s.keys.data(), n);
+    s.prompt_done = match.matched;
+    s.result.stats.cached_tokens = match.matched;
+    s.kv->adopt(std::move(match));
+    s.admitted = true;
+    s.prefill_timer.reset();
+    observe<kQueueWaitBuckets.size()>(stats_.queue_wait_counts, stats_.queue_wait_sum,
+                                      kQueueWaitBuckets, s.started.seconds());
+    running.push_back(&s);
+  }
+}
+
+void Scheduler::step(std::vector<Sequence*>& running) {
+  const int64_t hidden = config_.text.hidden_size, vocab = config_.text.vocab_size;
+  // Cancelled sequences leave before the step.
+  for (Sequence* s : running) {
+    if (s->cancel != nullptr && s->cancel->load(std::memory_order_relaxed)) {
+      finish(*s, FinishReason::kCancelled);
+    }
+  }
+  retire(running);
+  if (running.empty()) return;
+
+  // The batch: every decoding sequence's pending token, then one prompt chunk.
+  batch_.clear();
+  Sequence* prefill = nullptr;
+  for (Sequence* s : running) {
+    if (!s->prefilling()) {
+      batch_.push_back(s);
+    } else if (prefill == nullptr) {
+      prefill = s;
+    }
+  }
+  const int64_t decode_rows = static_cast<int64_t>(batch_.size());
+  // A step with a prompt chunk counts as prefill (a benchmark runs one request at a time).
+  const profile::StageScope phase(prefill != nullptr ? profile::Phase::kPrefill
+                                                     : profile::Phase::kDecode);
+  int64_t chunk_begin = 0, chunk_end = 0;
+  if (prefill != nullptr) {
+    chunk_begin = prefill->prompt_done;
+    const int64_t c = options_.prefill_chunk;
+    chunk_end = std::min(prefill->prompt_length(), (chunk_begin / c + 1) * c);
+    batch_.push_back(prefill);
+  }
+  const int64_t chunk = chunk_end - chunk_begin;
+  const int64_t rows = decode_rows + chunk;
+  x_.resize(static_cast<size_t>(rows * hidden));
+  positions_.resize(static_cast<size_t>(3 * rows));
+  for (int64_t i = 0; i < decode_rows; ++i) {
+    Sequence& s = *batch_[i];
+    const int64_t generated = static_cast<int64_t>(s.result.completion_ids.size());
+    const int64_t p = s.prompt_length() + generated - 1 + s.positions.delta;
+    std::fill(positions_.begin() + 3 * i, positions_.begin() + 3 * i + 3, p);
+    const uint64_t key = static_cast<uint64_t>(s.pending_token);
+    s.kv->push_keys(&key, 1);
+  }
+  adds_.rows.clear();
+  adds_.per_layer.clear();
+  if (prefill != nullptr) {
+    const int64_t n = prefill->prompt_length();
+    std::memcpy(x_.data() + decode_rows * hidden, prefill->prompt.x.data() + chunk_begin * hidden,
+                sizeof(float) * chunk * hidden);
+    for (int64_t st = 0; st < 3; ++st) {
+      std::copy(prefill->positions.pos.begin() + st * n + chunk_begin,
+                prefill->positions.pos.begin() + st * n + chunk_end,
+                positions_.begin() + 3 * decode_rows + st * chunk);
+    }
+    // DeepStack rows of this chunk: adds.rows is ascending, so they are one run.
+    const LayerFeatureAdds& all = prefill->prompt.adds;
+    const auto first = std::lower_bound(all.rows.begin(), all.rows.end(), chunk_begin);
+    const auto last = std::lower_bound(all.rows.begin(), all.rows.end(), chunk_end);
+    if (first != last) {
+      for (auto it = first; it != last; ++it) adds_.rows.push_back(*it - chunk_begin + decode_rows);
+      const int64_t offset = (first - all.rows.begin()) * hidden;
+      for (const float* f : all.per_layer) adds_.per_layer.push_back(f + offset);
+    }
+  }
+  entries_.clear();
+  for (int64_t i = 0; i < decode_rows; ++i) {
+    entries_.push_back({batch_[i]->kv.get(), 1, positions_.data() + 3 * i});
+  }
+  if (prefill != nullptr) {
+    entries_.push_back({prefill->kv.get(), chunk, positions_.data() + 3 * decode_rows});
+  }
+  // Rows whose next-token logits are needed: every decode row, and the prompt's last row.
+  const bool prompt_completes = prefill != nullptr && chunk_end == prefill->prompt_length();
+  const int64_t logit_rows = decode_rows + (prompt_completes ? 1 : 0);
+  hidden_.resize(static_cast<size_t>(rows * hidden));
+  logits_.resize(static_cast<size_t>(std::max<int64_t>(logit_rows, 1) * vocab));
+  try {
+    std::lock_guard<TurnLock> turn(turn_);
+    // Embeddings of the decode tokens (inside the turn: the decoder is shared).
+    for (int64_t i = 0; i < decode_rows; ++i) {
+      decoder_.embed(&batch_[i]->pending_token, 1, x_.data() + i * hidden);
+    }
+    decoder_.forward_batch(x_.data(), entries_, adds_.rows.empty() ? nullptr : &adds_,
+                           hidden_.data());
+    if (prompt_completes && decode_rows + 1 != rows) {  // the prompt's last row follows the decodes
+      std::memmove(hidden_.data() + decode_rows * hidden, hidden_.data() + (rows - 1) * hidden,
+                   sizeof(float) * hidden);
+    }
+    for (int64_t r0 = 0; r0 < logit_rows; r0 += TextDecoder::kMaxDecodeRows) {
+      const int64_t r1 = std::min(logit_rows, r0 + TextDecoder::kMaxDecodeRows);
+      decoder_.logits(hidden_.data() + r0 * hidden, r1 - r0, logits_.data() + r0 * vocab);
+    }
+  } catch (...) {
+    const std::exception_ptr error = std::current_exception();
+    QVL_LOG(kError) << "a model step failed; ending its " << batch_.size() << " sequence(s)";
+    for (Sequence* s : batch_) fail_sequence(*s, error);
+    retire(running);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.steps;
+    observe<kBatchSizeBuckets.size()>(stats_.batch_size_counts, stats_.batch_size_sum,
+                                      kBatchSizeBuckets, static_cast<double>(batch_.size()));
+  }
+  if (prefill != nullptr) {
+    prefill->prompt_done = chunk_end;
+    if (prompt_completes) {
+      prefill->result.stats.prompt_ms = prefill->prefill_timer.millis();
+      prefill->decode_timer.reset();
+      prefill->prompt = PromptEmbeddings();  // the embeddings live on in the KV cache only
+    }
+  }
+  for (int64_t i = 0; i < logit_rows; ++i) {
+    advance(*batch_[i], logits_.data() + i * vocab);
+  }
+  retire(running);
+}
+
+void Scheduler::advance(Sequence& s, const float* logits) {
+  GenerationResult& r = s.result;
+  try {
+    int64_t token = 0;
+    {
+      const profile::StageScope stage(profile::Work::kSampler);
+      token = s.sampler.sample(logits, config_.text.vocab_size, r.prompt_ids, r.completion_ids);
+    }
+    if (r.completion_ids.empty()) r.stats.ttft_ms = s.started.millis();
+    if (!s.sampler.params().ignore_eos &&
+        std::find(eos_.begin(), eos_.end(), token) != eos_.end()) {
+      finish(s, FinishReason::kStop);
+      return;
+    }
+    r.completion_ids.push_back(token);
+    const StopMatcher::Result m = s.stops.feed(s.detok.push(static_cast<int32_t>(token)));
+    if (!m.text.empty()) {
+      r.text += m.text;
+      if (s.on_text && !s.on_text(m.text)) s.callback_stopped = true;
+    }
+    if (m.stopped) {
+      finish(s, FinishReason::kStop);
+    } else if (s.callback_stopped ||
+               (s.cancel != nullptr && s.cancel->load(std::memory_order_relaxed))) {
+      finish(s, FinishReason::kCancelled);
+    } else if (static_cast<int64_t>(r.completion_ids.size()) >= s.max_new) {
+      finish(s, FinishReason::kLength);
+    } else {
+      s.pending_token = token;
+    }
+  } catch (...) {
+    fail_sequence(s, std::current_exception());
+  }
+}
+
+void Scheduler::finish(Sequence& s, FinishReason reason) {
+  GenerationResult& r = s.result;
+  r.finish = reason;
+  if (reason != FinishReason::kCancelled) {
+    std::string tail;
+    const StopMatcher::Result m = s.stops.feed(s.detok.flush());
+    tail = m.text;
+    if (!m.stopped) tail += s.stops.flush();
+    if (!tail.empty()) {
+      r.text += tail;
+      if (s.on_text) s.on_text(tail);
+    }
+  }
+  r.stats.completion_tokens = static_cast<int64_t>(r.completion_ids.size());
+  r.stats.decode_ms = s.decode_timer.millis();
+  r.stats.total_ms = s.started.millis();
+  if (s.kv) s.kv->release();
+  s.done = true;
+}
+
+void Scheduler::fail_sequence(Sequence& s, std::exception_ptr error) {
+  if (s.kv) s.kv->release();
+  s.error = std::move(error);
+  s.done = true;
+}
+
+void Scheduler::retire(std::vector<Sequence*>& running) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.kv = pool_.stats();
+  bool any = false;
+  for (Sequence* s : running) {
+    if (s->done) {
+      s->finished = true;
+      any = true;
+    }
+  }
+  running.erase(
+      std::remove_if(running.begin(), running.end(), [](const Sequence* s) { return s->finished; }),
+      running.end());
+  stats_.running = static_cast<int64_t>(running.size());
+  if (any) finished_.notify_all();
+}
+
+}  // namespace qvl

@@ -1,0 +1,153 @@
+// The pure pieces of `qvl loadtest`: SSE framing, percentiles, /metrics parsing and diffing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cli/latency_stats.h"
+#include "cli/loadtest_report.h"
+#include "cli/prometheus_text.h"
+#include "cli/sse_stream.h"
+
+namespace qvl::cli {
+namespace {
+
+std::vector<std::string> events_of(const std::vector<std::string>& chunks) {
+  SseParser parser;
+  std::vector<std::string> events;
+  for (const std::string& chunk : chunks) {
+    parser.feed(chunk, [&](const std::string& data) { events.push_back(data); });
+  }
+  return events;
+}
+
+TEST(SseParser, SplitsEventsOnBlankLines) {
+  EXPECT_EQ(events_of({"data: {\"a\":1}\n\ndata: [DONE]\n\n"}),
+            (std::vector<std::string>{"{\"a\":1}", "[DONE]"}));
+}
+
+TEST(SseParser, EventsSurviveAnyChunkBoundary) {
+  const std::string stream = "data: {\"x\":\"h\\u00e9\"}\r\n\r\n: keep-alive\n\ndata: [DONE]\n\n";
+  const std::vector<std::string> expected = {"{\"x\":\"h\\u00e9\"}", "[DONE]"};
+  for (size_t split = 0; split <= stream.size(); ++split) {
+    EXPECT_EQ(events_of({stream.substr(0, split), stream.substr(split)}), expected) << split;
+  }
+  std::vector<std::string> bytes;
+  for (const char c : stream) bytes.emplace_back(1, c);
+  EXPECT_EQ(events_of(bytes), expected);
+}
+
+TEST(SseParser, JoinsDataLinesAndSkipsOtherFields) {
+  EXPECT_EQ(events_of({"event: message\nid: 7\ndata: one\ndata:two\nretry: 5\n\n"}),
+            (std::vector<std::string>{"one\ntwo"}));
+  // "\r" alone ends a line too; an event with no data is not delivered.
+  EXPECT_EQ(events_of({"data: a\r\rid: 1\r\r"}), (std::vector<std::string>{"a"}));
+}
+
+TEST(SseParser, UnterminatedEventIsNotDelivered) {
+  EXPECT_TRUE(events_of({"data: partial"}).empty());
+  EXPECT_TRUE(events_of({"data: partial\n"}).empty());
+}
+
+TEST(Percentile, InterpolatesBetweenRanks) {
+  const std::vector<double> values = {4, 1, 3, 2};  // unsorted on purpose
+  EXPECT_DOUBLE_EQ(percentile(values, 0), 1);
+  EXPECT_DOUBLE_EQ(percentile(values, 100), 4);
+  EXPECT_DOUBLE_EQ(percentile(values, 50), 2.5);
+  EXPECT_DOUBLE_EQ(percentile(values, 25), 1.75);
+  EXPECT_DOUBLE_EQ(median({5}), 5);
+  EXPECT_TRUE(std::isnan(percentile({}, 50)));
+}
+
+TEST(Percentile, P99OfManyGapsSeesTheOutlier) {
+  std::vector<double> gaps(99, 0.1);
+  gaps.push_back(2.0);
+  const LatencySummary s = summarize(gaps);
+  EXPECT_EQ(s.count, 100u);
+  EXPECT_DOUBLE_EQ(s.median, 0.1);
+  EXPECT_NEAR(s.p99, 0.1 + 0.01 * 1.9, 1e-12);  // rank 98.01: 1% of the way to the outlier
+  EXPECT_DOUBLE_EQ(s.max, 2.0);
+}
+
+TEST(SuccessiveGaps, DifferencesOfNeighbours) {
+  EXPECT_EQ(successive_gaps({1, 1.5, 3}), (std::vector<double>{0.5, 1.5}));
+  EXPECT_TRUE(successive_gaps({1}).empty());
+}
+
+TEST(PrometheusText, ReadsSamplesWithLabels) {
+  const auto samples = parse_prometheus_text(
+      "# HELP qvl_requests_total HTTP requests.\n"
+      "# TYPE qvl_requests_total counter\n"
+      "qvl_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"} 3\n"
+      "qvl_label_with_space{name=\"a b}\\\"c\"} 1.5 1700000000\r\n"
+      "process_resident_memory_bytes 1.2e+09\n"
+      "qvl_ratio NaN\n"
+      "broken_line_without_value\n"
+      "qvl_bad_value abc\n");
+  ASSERT_EQ(samples.size(), 4u);
+  EXPECT_EQ(samples.at("qvl_requests_total{endpoint=\"/v1/chat/completions\",status=\"200\"}"), 3);
+  EXPECT_EQ(samples.at("qvl_label_with_space{name=\"a b}\\\"c\"}"), 1.5);
+  EXPECT_EQ(samples.at("process_resident_memory_bytes"), 1.2e9);
+  EXPECT_TRUE(std::isnan(samples.at("qvl_ratio")));
+}
+
+TEST(PrometheusText, ChangedSamplesKeepPrefixAndSkipBuckets) {
+  const auto before = parse_prometheus_text(
+      "qvl_tokens_total 10\nqvl_same 1\nqvl_nan NaN\nqvl_ttft_bucket{le=\"1\"} 0\n"
+      "qvl_ttft_count 0\nprocess_cpu_seconds_total 1\n");
+  const auto after = parse_prometheus_text(
+      "qvl_tokens_total 25\nqvl_same 1\nqvl_nan NaN\nqvl_ttft_bucket{le=\"1\"} 2\n"
+      "qvl_ttft_count 2\nprocess_cpu_seconds_total 3\nqvl_new_cache_hits 4\n");
+  const auto changes = changed_samples(before, after, "qvl_");
+  ASSERT_EQ(changes.size(), 3u);
+  EXPECT_EQ(changes[0].sample, "qvl_new_cache_hits");
+  EXPECT_EQ(changes[0].before, 0);
+  EXPECT_EQ(changes[0].after, 4);
+  EXPECT_EQ(changes[1].sample, "qvl_tokens_total");
+  EXPECT_EQ(changes[1].before, 10);
+  EXPECT_EQ(changes[1].after, 25);
+  EXPECT_EQ(changes[2].sample, "qvl_ttft_count");
+}
+
+TEST(ScenarioResult, PassesOnlyWithEveryTargetMetAndNoFailure) {
+  ScenarioResult result("conversation");
+  result.measure("ttft_ratio", "TTFT turn 2 / turn 1", 0.08);
+  result.measure("speedup_4", "4 streams vs 1", 2.5);
+  result.add_target("ttft_ratio", true, 0.10);
+  EXPECT_TRUE(result.passed());
+  result.add_target("speedup_4", false, 3.0);
+  EXPECT_FALSE(result.passed());
+  const nlohmann::json json = result.to_json();
+  EXPECT_EQ(json["scenario"], "conversation");
+  EXPECT_EQ(json["ttft_ratio"], 0.08);
+  ASSERT_EQ(json["targets"].size(), 2u);
+  EXPECT_EQ(json["targets"][0]["met"], true);
+  EXPECT_EQ(json["targets"][1]["op"], ">=");
+  EXPECT_EQ(json["targets"][1]["met"], false);
+  EXPECT_EQ(json["pass"], false);
+
+  ScenarioResult failed("same-image");
+  failed.measure("ttft_ratio", "ratio", 0.1);
+  failed.add_target("ttft_ratio", true, 0.5);
+  failed.failures.push_back("HTTP 500");
+  EXPECT_FALSE(failed.passed());
+}
+
+TEST(ScenarioResult, UnmeasuredTargetIsNotMet) {
+  ScenarioResult result("interference");
+  result.measure("gap_ratio_p99_median", "ratio", NAN);
+  result.add_target("gap_ratio_p99_median", true, 2.5);
+  result.add_target("never_measured", true, 1.0);
+  EXPECT_FALSE(result.targets[0].met());
+  EXPECT_FALSE(result.targets[1].met());
+  EXPECT_FALSE(result.numbers.contains("never_measured"));
+  // NaN is written as null: the JSON stays valid.
+  EXPECT_NE(result.to_json().dump().find("\"gap_ratio_p99_median\":null"), std::string::npos);
+  const std::string table = format_table({result});
+  EXPECT_NE(table.find("n/a"), std::string::npos);
+  EXPECT_NE(table.find("FAIL"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace qvl::cli

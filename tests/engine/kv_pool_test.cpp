@@ -1,0 +1,222 @@
+#include "engine/kv_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "base/error.h"
+
+namespace qvl {
+namespace {
+
+constexpr int64_t kLayers = 2, kKvHeads = 2, kHeadDim = 16, kWidth = kKvHeads * kHeadDim;
+constexpr int64_t kPage = 32;
+
+size_t page_bytes(KVType type) {
+  return static_cast<size_t>(kLayers * 2 * kPage * kWidth) * (type == KVType::kF32 ? 4 : 2);
+}
+
+std::vector<uint64_t> iota_keys(int64_t n, uint64_t first = 0) {
+  std::vector<uint64_t> k(static_cast<size_t>(n));
+  std::iota(k.begin(), k.end(), first);
+  return k;
+}
+
+// Writes n positions of deterministic keys/values (value depends on position and layer).
+void fill(KVSequence& seq, int64_t n, const std::vector<uint64_t>& keys, PagedSequence* paged) {
+  if (paged) paged->push_keys(keys.data() + paged->length(), n);
+  seq.reserve_more(n);
+  std::vector<float> k(static_cast<size_t>(n * kWidth)), v(k.size());
+  for (int64_t layer = 0; layer < kLayers; ++layer) {
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t c = 0; c < kWidth; ++c) {
+        const double pos = static_cast<double>(seq.length() + i);
+        k[i * kWidth + c] = static_cast<float>(std::sin(pos * 0.37 + c * 0.11 + layer));
+        v[i * kWidth + c] = static_cast<float>(std::cos(pos * 0.23 - c * 0.07 + layer));
+      }
+    }
+    seq.write(layer, k.data(), v.data(), n);
+  }
+  seq.commit(n);
+}
+
+// Writes n more positions (as fill does) and returns every layer's attention output for them.
+std::vector<float> attend_next(PagedSequence& seq, int64_t n, const std::vector<uint64_t>& keys) {
+  const ops::AttentionShape shape{4, kKvHeads, kHeadDim, 0.25f};
+  seq.push_keys(keys.data() + seq.length(), n);
+  seq.reserve_more(n);
+  std::vector<float> q(static_cast<size_t>(n * 4 * kHeadDim)), out(q.size()), all;
+  for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<float>(std::sin(i * 0.3));
+  std::vector<float> k(static_cast<size_t>(n * kWidth), 0.25f), v(k.size(), -0.5f);
+  for (int64_t layer = 0; layer < kLayers; ++layer) {
+    seq.write(layer, k.data(), v.data(), n);
+    seq.attend(layer, q.data(), n, shape, out.data());
+    all.insert(all.end(), out.begin(), out.end());
+  }
+  seq.commit(n);
+  return all;
+}
+
+TEST(KVPool, AllocatesWithinBudgetAndFreesUnindexedPages) {
+  KVPool pool(kLayers, kWidth, KVType::kF16, kPage, 3 * page_bytes(KVType::kF16) + 100);
+  EXPECT_EQ(pool.total_pages(), 3);
+  const int32_t a = pool.allocate(), b = pool.allocate(), c = pool.allocate();
+  EXPECT_GE(a, 0);
+  EXPECT_GE(b, 0);
+  EXPECT_GE(c, 0);
+  EXPECT_EQ(pool.allocate(), -1);
+  EXPECT_EQ(pool.available_pages(), 0);
+  pool.release(b);
+  EXPECT_EQ(pool.available_pages(), 1);
+  EXPECT_EQ(pool.allocate(), b);
+  EXPECT_EQ(pool.stats().pages_used, 3);
+}
+
+TEST(KVPool, BudgetBelowTwoPagesIsAClearError) {
+  try {
+    KVPool pool(kLayers, kWidth, KVType::kF16, kPage, page_bytes(KVType::kF16));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("KV cache budget"), std::string::npos) << e.what();
+  }
+}
+
+TEST(KVPool, FinishedSequenceIsReusedByFullPagesAndACopiedPartialPage) {
+  for (KVType type : {KVType::kF16, KVType::kF32}) {
+    KVPool pool(kLayers, kWidth, type, kPage, 16 * page_bytes(type));
+    const auto keys = iota_keys(100);
+    {
+      PagedSequence first(pool);
+      fill(first, 70, keys, &first);  // 2 full pages + 6 rows
+      EXPECT_EQ(first.pages(), 3);
+    }  // released: every page stays cached
+    EXPECT_EQ(pool.stats().pages_cached, 3);
+
+    KVPool::Match m = pool.lookup(keys.data(), 99);
+    EXPECT_EQ(m.matched, 70);
+    ASSERT_EQ(m.pages.size(), 3u);  // 2 shared + 1 private copy of the partial page
+    PagedSequence second(pool);
+    second.push_keys(keys.data(), 70);
+    second.adopt(std::move(m));
+    EXPECT_EQ(second.length(), 70);
+    // The reused rows hold what a cold sequence computes: attention over them agrees exactly.
+    PagedSequence cold(pool);
+    fill(cold, 70, keys, &cold);
+    EXPECT_EQ(attend_next(second, 3, keys), attend_next(cold, 3, keys));
+    EXPECT_EQ(pool.stats().prefix_hit_tokens, 70u);
+  }
+}
+
+TEST(KVPool, MatchStopsWhereKeysDifferAndCopiesTheSharedPartOfAFullPage) {
+  KVPool pool(kLayers, kWidth, KVType::kF16, kPage, 16 * page_bytes(KVType::kF16));
+  const auto keys = iota_keys(64);
+  {
+    PagedSequence s(pool);
+    fill(s, 64, keys, &s);
+  }
+  auto other = keys;
+  other[40] = 999;  // differs inside the second page
+  KVPool::Match m = pool.lookup(other.data(), 63);
+  EXPECT_EQ(m.matched, 40);
+  ASSERT_EQ(m.pages.size(), 2u);
+  // Same tokens at another place in the chain (a different first page) do not match.
+  auto shifted = iota_keys(64, 1000);
+  std::copy(keys.begin() + 32, keys.end(), shifted.begin() + 32);
+  KVPool::Match none = pool.lookup(shifted.data(), 63);
+  EXPECT_EQ(none.matched, 0);
+  for (int32_t p : m.pages) pool.release(p);
+}
+
+TEST(KVPool, LookupLeavesTheLastPositionToCompute) {
+  KVPool pool(kLayers, kWidth, KVType::kF16, kPage, 16 * page_bytes(KVType::kF16));
+  const auto keys = iota_keys(64);
+  {
+    PagedSequence s(pool);
+    fill(s, 64, keys, &s);
+  }
+  KVPool::Match m = pool.lookup(keys.data(), 63);  // the caller computes position 63
+  EXPECT_EQ(m.matched, 63);
+  for (int32_t p : m.pages) pool.release(p);
+}
+
+TEST(KVPool, IdlePagesAreEvictedLeastRecentlyUsedFirst) {
+  KVPool pool(kLayers, kWidth, KVType::kF16, kPage, 4 * page_bytes(KVType::kF16));
+  const auto a = iota_keys(32, 0), b = iota_keys(32, 100), c = iota_keys(32, 200);
+  for (const auto* keys : {&a, &b, &c}) {
+    PagedSequence s(pool);
+    fill(s, 32, *keys, &s);
+  }
+  EXPECT_EQ(pool.stats().pages_cached, 3);
+  // Touch a so b becomes the least recently used, then take 2 pages: 1 free + b.
+  KVPool::Match hit = pool.lookup(a.data(), 32);
+  EXPECT_EQ(hit.matched, 32);
+  for (int32_t p : hit.pages) pool.release(p);
+  const int32_t x = pool.allocate(), y = pool.allocate();
+  EXPECT_GE(x, 0);
+  EXPECT_GE(y, 0);
+  EXPECT_EQ(pool.stats().evictions, 1u);
+  EXPECT_EQ(pool.lookup(b.data(), 32).matched, 0);
+  KVPool::Match still = pool.lookup(a.data(), 32);
+  EXPECT_EQ(still.matched, 32);
+  for (int32_t p : still.pages) pool.release(p);
+  pool.release(x);
+  pool.release(y);
+}
+
+TEST(KVPool, SequenceFailsCleanlyWhenThePoolIsFull) {
+  KVPool pool(kLayers, kWidth, KVType::kF16, kPage, 2 * page_bytes(KVType::kF16));
+  PagedSequence s(pool);
+  const auto keys = iota_keys(200);
+  fill(s, 64, keys, &s);
+  try {
+    s.reserve_more(1);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted);
+  }
+}
+
+// Paged attention equals the contiguous cache's, bit for bit, across page boundaries.
+TEST(PagedSequence, AttentionEqualsTheContiguousCache) {
+  for (KVType type : {KVType::kF16, KVType::kF32}) {
+    KVPool pool(kLayers, kWidth, type, kPage, 32 * page_bytes(type));
+    // Scatter the sequence's pages over the pool.
+    std::vector<int32_t> spacers;
+    for (int i = 0; i < 5; ++i) spacers.push_back(pool.allocate());
+    pool.release(spacers[1]);
+    pool.release(spacers[3]);
+    PagedSequence paged(pool);
+    KVCache contiguous(kLayers, kWidth, type);
+    const auto keys = iota_keys(200);
+    const ops::AttentionShape shape{4, kKvHeads, kHeadDim, 0.25f};
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    for (const int64_t chunk : {45, 1, 1, 30, 1, 20}) {
+      std::vector<float> q(static_cast<size_t>(chunk * 4 * kHeadDim));
+      for (auto& x : q) x = dist(rng);
+      std::vector<float> k(static_cast<size_t>(chunk * kWidth)), v(k.size());
+      for (auto& x : k) x = dist(rng);
+      for (auto& x : v) x = dist(rng);
+      paged.push_keys(keys.data() + paged.length(), chunk);
+      paged.reserve_more(chunk);
+      contiguous.reserve_more(chunk);
+      for (int64_t layer = 0; layer < kLayers; ++layer) {
+        paged.write(layer, k.data(), v.data(), chunk);
+        contiguous.write(layer, k.data(), v.data(), chunk);
+        std::vector<float> a(q.size()), b(q.size());
+        paged.attend(layer, q.data(), chunk, shape, a.data());
+        contiguous.attend(layer, q.data(), chunk, shape, b.data());
+        ASSERT_EQ(a, b) << "chunk " << chunk << " at " << paged.length();
+      }
+      paged.commit(chunk);
+      contiguous.commit(chunk);
+    }
+    for (int i : {0, 2, 4}) pool.release(spacers[i]);
+  }
+}
+
+}  // namespace
+}  // namespace qvl
