@@ -117,6 +117,21 @@ struct ScoreResult {
   std::vector<double> token_logprobs;
 };
 
+// The work of one forward pass, from the config and the weights in use: what `qvl bench` holds
+// its speeds against the machine's ceilings with. Operations count a multiply-add as 2.
+struct ModelCost {
+  int64_t decode_weight_bytes = 0;    // weights one decode step reads: decoder matrices + lm_head
+  int64_t lm_head_bytes = 0;          // of which the lm_head
+  int64_t kv_bytes_per_position = 0;  // KV cache a decode step reads per token of context
+  double text_ops_per_token = 0;      // decoder matrices (lm_head not included)
+  double text_attention_ops_per_pair = 0;  // scores and values per (query, visible key), all layers
+  double lm_head_ops_per_row = 0;
+  double vision_ops_per_patch = 0;  // patch embedding, blocks and mergers (matrices), per patch
+  double vision_attention_ops_per_pair = 0;  // per (query, key) patch pair of an image, all blocks
+  int64_t patches_per_image_token = 0;
+  std::string vision_weights;  // vision tower weight type: "exact", "bf16", ...
+};
+
 struct ModelInfo {
   std::string name;  // folder name, e.g. "Qwen3-VL-2B-Instruct"
   int64_t context_length = 0;
@@ -126,6 +141,7 @@ struct ModelInfo {
   SamplingParams default_sampling;  // from generation_config.json
   std::string weights;              // decoder weight type in use: "exact", "bf16", "q8" or "q4"
   std::string kv_cache;             // KV cache storage: "f32" (exact) or "f16"
+  ModelCost cost;
 };
 
 // Counters of the serving engine's caches and scheduler (for /metrics and /props).

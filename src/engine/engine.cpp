@@ -6,12 +6,14 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/stage_profile.h"
 #include "base/thread_pool.h"
 #include "base/timer.h"
 #include "engine/image_cache.h"
 #include "engine/image_features.h"
 #include "engine/kv_pool.h"
 #include "engine/loaded_model.h"
+#include "engine/model_cost.h"
 #include "engine/prompt.h"
 #include "engine/prompt_embeddings.h"
 #include "engine/sampler.h"
@@ -88,6 +90,8 @@ class EngineImpl : public Engine {
       info_.weights = ops::quant_type_name(model_->text_weights.layers[0].q_proj.type());
     }
     info_.kv_cache = decoder_.kv_type() == KVType::kF16 ? "f16" : "f32";
+    info_.cost = model_cost(model_->config, model_->text_weights, model_->vision_weights,
+                            decoder_.kv_type());
     info_.image_min_tokens = min_tokens;
     info_.image_max_tokens = max_tokens;
     const GenerationConfig& g = model_->generation;
@@ -163,6 +167,7 @@ EncodedImages EngineImpl::encode_images(const GenerationRequest& request,
       continue;
     }
     try {
+      const profile::StageScope stage(profile::Phase::kVision);
       // Decoding and resizing need no model: they run beside the scheduler's steps.
       const PreprocessedImage prepared =
           prepare_image_bytes(in.bytes.data(), in.bytes.size(), limits, pre);

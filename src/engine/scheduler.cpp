@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/stage_profile.h"
 
 namespace qvl {
 namespace {
@@ -153,6 +154,9 @@ void Scheduler::step(std::vector<Sequence*>& running) {
     }
   }
   const int64_t decode_rows = static_cast<int64_t>(batch_.size());
+  // A step with a prompt chunk counts as prefill (a benchmark runs one request at a time).
+  const profile::StageScope phase(prefill != nullptr ? profile::Phase::kPrefill
+                                                     : profile::Phase::kDecode);
   int64_t chunk_begin = 0, chunk_end = 0;
   if (prefill != nullptr) {
     chunk_begin = prefill->prompt_done;
@@ -251,8 +255,11 @@ void Scheduler::step(std::vector<Sequence*>& running) {
 void Scheduler::advance(Sequence& s, const float* logits) {
   GenerationResult& r = s.result;
   try {
-    const int64_t token =
-        s.sampler.sample(logits, config_.text.vocab_size, r.prompt_ids, r.completion_ids);
+    int64_t token = 0;
+    {
+      const profile::StageScope stage(profile::Work::kSampler);
+      token = s.sampler.sample(logits, config_.text.vocab_size, r.prompt_ids, r.completion_ids);
+    }
     if (r.completion_ids.empty()) r.stats.ttft_ms = s.started.millis();
     if (!s.sampler.params().ignore_eos &&
         std::find(eos_.begin(), eos_.end(), token) != eos_.end()) {

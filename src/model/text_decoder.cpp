@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/stage_profile.h"
 #include "model/weights_util.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
@@ -197,6 +198,7 @@ void TextDecoder::forward_batch(const float* x, const std::vector<BatchEntry>& e
 }
 
 void TextDecoder::logits(const float* hidden, int64_t rows, float* out) const {
+  const profile::StageScope stage(profile::Work::kLmHead);
   ops::matmul(hidden, rows, w_.lm_head, nullptr, out);
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/stage_profile.h"
 #include "model/vision_positions.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
@@ -51,6 +52,7 @@ void VisionEncoder::block(const VisionBlockWeights& w, int64_t n, const float* c
 
 std::vector<float> VisionEncoder::merge(const MergerWeights& w, const std::vector<float>& x,
                                         int64_t n) const {
+  const profile::StageScope stage(profile::Work::kMerger);
   const int64_t hid = config_.hidden_size;
   const int64_t group = config_.spatial_merge_size * config_.spatial_merge_size;
   const int64_t tokens = n / group, merged = hid * group;
@@ -91,7 +93,10 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t gh, int64_t gw,
                 pixels + p * in_cols + ch * tp * plane + plane,
                 frame.data() + p * still_cols + ch * plane);
   std::vector<float> x(n * hid);
-  ops::matmul(frame.data(), n, w_.patch_embed, w_.patch_embed_bias.data(), x.data());
+  {
+    const profile::StageScope stage(profile::Work::kPatchEmbed);
+    ops::matmul(frame.data(), n, w_.patch_embed, w_.patch_embed_bias.data(), x.data());
+  }
   if (tap) tap("vision.patch_embeds", x.data(), n, hid);
 
   std::vector<float> pos(n * hid);

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "base/log.h"
+#include "base/stage_profile.h"
 #include "base/thread_pool.h"
 #include "ops/attention_kernels.h"
 #include "ops/half_convert.h"
@@ -360,16 +361,19 @@ IsaLevel attention_isa() {
 
 void attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
                const AttentionShape& s, int64_t causal_offset, float* out) {
+  const profile::StageScope stage(profile::Work::kAttention);
   attention_on(attention_isa(), q, nq, one_page(&k, &v, nk), nk, s, causal_offset, out);
 }
 
 void attention(const float* q, int64_t nq, const uint16_t* k, const uint16_t* v, int64_t nk,
                const AttentionShape& s, int64_t causal_offset, float* out) {
+  const profile::StageScope stage(profile::Work::kAttention);
   attention_on(attention_isa(), q, nq, one_page(&k, &v, nk), nk, s, causal_offset, out);
 }
 
 void attention(const float* q, int64_t nq, const PagedKV& kv, int64_t nk, const AttentionShape& s,
                int64_t causal_offset, float* out) {
+  const profile::StageScope stage(profile::Work::kAttention);
   QVL_CHECK(kv.page_rows > 0 && kv.page_rows % attention_kernels::kKeyTile == 0);
   QVL_CHECK((kv.k_pages != nullptr && kv.v_pages != nullptr && kv.k16_pages == nullptr &&
              kv.v16_pages == nullptr) ||

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "base/stage_profile.h"
 #include "base/thread_pool.h"
 
 namespace qvl::ops {
@@ -18,6 +19,7 @@ float dot_f32(const float* a, const float* b, int64_t n) {
 }
 
 void matmul(const float* x, int64_t m, const WeightRef& w, const float* bias, float* y) {
+  const profile::StageScope stage(profile::Work::kMatmul);
   const int64_t n = w.rows, k = w.cols;
   // Each task converts a block of weight rows once and reuses them for every row of x.
   constexpr int64_t kRowBlock = 16;

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "base/log.h"
+#include "base/stage_profile.h"
 #include "base/thread_pool.h"
 #include "ops/int8_gemm.h"
 #include "ops/matmul.h"
@@ -283,7 +284,34 @@ GemmActivations gemm_activations() {
   return act < 0 ? default_gemm_activations() : static_cast<GemmActivations>(act);
 }
 
+MatmulArithmetic matmul_arithmetic(QuantType type, int64_t m) {
+  // Mirrors the dispatch of matmul and matmul_on.
+  const IsaLevel isa = active_isa();
+  if (type == QuantType::kExact) return MatmulArithmetic::kF32;
+  if (isa != IsaLevel::kScalar && m >= kernels::kGemmMinRows) {
+    const bool int8 = type != QuantType::kBF16 && gemm_activations() == GemmActivations::kInt8;
+    return int8 ? MatmulArithmetic::kInt8Dot : MatmulArithmetic::kF32;
+  }
+  if (type == QuantType::kBF16) {
+    return isa == IsaLevel::kAvx512 ? MatmulArithmetic::kBF16Dot : MatmulArithmetic::kF32;
+  }
+  return MatmulArithmetic::kInt8Dot;
+}
+
+const char* matmul_arithmetic_name(MatmulArithmetic arithmetic) {
+  switch (arithmetic) {
+    case MatmulArithmetic::kF32:
+      return "fp32";
+    case MatmulArithmetic::kBF16Dot:
+      return "bf16";
+    case MatmulArithmetic::kInt8Dot:
+      return "int8";
+  }
+  return "?";
+}
+
 void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias, float* y) {
+  const profile::StageScope stage(profile::Work::kMatmul);
   if (m <= 0) return;
   if (w.type() == QuantType::kExact) {
     ops::matmul(x, m, w.exact_source(), bias, y);
@@ -307,6 +335,7 @@ void matmul_multi(const float* x, int64_t m, const MatmulOutput* outputs, size_t
     for (size_t j = 0; j < count; ++j) matmul(x, m, *outputs[j].w, outputs[j].bias, outputs[j].y);
     return;
   }
+  const profile::StageScope stage(profile::Work::kMatmul);
   detail::small_batch_matmul(isa, x, m, outputs, count);
 }
 

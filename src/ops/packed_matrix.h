@@ -142,4 +142,12 @@ const char* gemm_activations_name(GemmActivations act);  // "int8", "f32"
 void set_gemm_activations(std::optional<GemmActivations> act);
 GemmActivations gemm_activations();
 
+// The arithmetic matmul performs for an m-row product with `type` weights at the active level:
+// the ceiling a benchmark should compare its speed with. kF32: fp32 multiply-adds (exact mode,
+// the scalar kernels, bf16 GEMV on AVX2, and the blocked GEMM for m >= 16); kBF16Dot: vdpbf16ps;
+// kInt8Dot: integer dot products on int8-quantized activations.
+enum class MatmulArithmetic { kF32, kBF16Dot, kInt8Dot };
+MatmulArithmetic matmul_arithmetic(QuantType type, int64_t m);
+const char* matmul_arithmetic_name(MatmulArithmetic arithmetic);  // "fp32", "bf16", "int8"
+
 }  // namespace qvl::ops

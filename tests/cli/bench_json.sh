@@ -1,16 +1,69 @@
 #!/usr/bin/env bash
-# `qvl bench --json` reports every figure (positive numbers) in one JSON object.
+# `qvl bench --json` reports every figure (positive numbers) in one JSON object, next to the
+# machine probe's ceilings, with per-stage breakdowns and the scaling over a list of thread counts.
 set -euo pipefail
 QVL=$1 MODEL=$2
 out=$("$QVL" --log-level warn bench -m "$MODEL" --repeats 1 --prompt-tokens 64 --decode-tokens 8 \
-      --skip-large-image --json | tail -1)
+      --skip-large-image --contexts 0,1024 --threads 1,2 --probe-seconds 0.02 --json | tail -1)
+probe=$("$QVL" --log-level warn bench --probe-only --probe-seconds 0.02 --json | tail -1)
 node -e '
-const r = JSON.parse(process.argv[1]);
+const r = JSON.parse(process.argv[1]), probe = JSON.parse(process.argv[2]);
+const fail = (what) => { throw new Error(what + ": " + process.argv[1]); };
+const positive = (o, k) => { if (!(typeof o[k] === "number" && o[k] > 0)) fail(k + " missing"); };
+const percent = (o, k) => {
+  if (!(typeof o[k] === "number" && o[k] >= 0 && o[k] < 1000)) fail(k + " not a percentage");
+};
 for (const k of ["load_ms", "vision_448x448_ms", "prompt_tok_per_s", "decode_tok_per_s",
-                 "ttft_image_448_ms", "peak_rss_mib", "threads"])
-  if (!(typeof r[k] === "number" && r[k] > 0)) throw new Error(k + " missing: " + process.argv[1]);
-if (r.prompt_tokens !== 64) throw new Error("prompt_tokens " + r.prompt_tokens);
-// No --quant on a folder: q8 weights with the 16-bit KV cache.
-if (r.quant !== "q8" || r.kv_cache !== "f16") throw new Error("types " + r.quant + " " + r.kv_cache);
-' "$out"
+                 "ttft_image_448_ms", "peak_rss_mib", "threads", "decode_bytes_per_token",
+                 "decode_tok_per_s_ctx0", "decode_tok_per_s_ctx1k", "prompt_gflop_per_s",
+                 "vision_448x448_gflop_per_s", "decode_gb_per_s", "ttft_image_448_floor_ms"])
+  positive(r, k);
+for (const k of ["decode_pct_of_dram", "decode_pct_of_dram_ctx1k", "prompt_pct_of_peak",
+                 "vision_448x448_pct_of_peak", "ttft_image_448_pct_of_floor"])
+  percent(r, k);
+if (r.prompt_tokens !== 64) fail("prompt_tokens " + r.prompt_tokens);
+// No --quant on a folder: q8 weights with the 16-bit KV cache; vision bf16; the GEMM in fp32.
+if (r.quant !== "q8" || r.kv_cache !== "f16" || r.vision_weights !== "bf16") fail("types");
+if (r.prefill_arithmetic !== "fp32") fail("prefill_arithmetic");
+
+// The machine: ISA in use and every ceiling at 1 and 2 threads (bf16 only with vdpbf16ps).
+for (const m of [r.machine, probe]) {
+  if (!["scalar", "avx2", "avx512"].includes(m.isa)) fail("isa " + m.isa);
+  for (const t of ["1", "2"]) {
+    const f = m.threads[t];
+    if (!f) fail("machine threads " + t);
+    for (const k of ["dram_read_gb_per_s", "fp32_fma_gflop_per_s", "int8_dot_gop_per_s"])
+      positive(f, k);
+    if ((f.bf16_dot_gflop_per_s === null) !== (m.bf16_instruction === null)) fail("bf16");
+  }
+}
+
+// One run per thread count, the last at the top level, and the 1 -> 2 speed-ups.
+if (r.runs.length !== 2 || r.runs[0].threads !== 1 || r.runs[1].threads !== 2 || r.threads !== 2)
+  fail("runs");
+for (const k of ["decode_tok_per_s", "prompt_tok_per_s", "vision_448x448_ms",
+                 "decode_tok_per_s_ctx1k"])
+  positive(r.scaling["1->2"], k);
+
+// Stage breakdowns cover the measured time: their sum is the figure (same interval), give or take.
+const sum = (o) => Object.values(o).reduce((a, b) => a + b, 0);
+const covers = (stages, names, total, what) => {
+  for (const n of names) if (!(typeof stages[n] === "number" && stages[n] >= 0)) fail(what + n);
+  const s = sum(stages);
+  // (Phase scopes also hold a little time outside the figure timers: the first sample, ~1 ms.)
+  if (!(s >= 0.7 * total && s <= 1.05 * total + 2)) fail(what + " sum " + s + " vs " + total);
+};
+covers(r.stages.vision_448x448_ms,
+       ["patch_embed", "blocks_gemm", "attention", "merger_deepstack", "other"],
+       r.vision_448x448_ms, "vision ");
+covers(r.stages.prefill_ms, ["gemm", "attention", "lm_head", "other"],
+       1000 * r.prompt_tokens / r.prompt_tok_per_s, "prefill ");
+covers(r.stages.decode_ms_per_token, ["gemv", "attention", "lm_head", "sampler", "other"],
+       1000 / r.decode_tok_per_s, "decode ");
+covers(r.stages.decode_ctx1k_ms_per_token, ["gemv", "attention", "lm_head", "sampler", "other"],
+       1000 / r.decode_tok_per_s_ctx1k, "decode at 1k ");
+for (const [o, k] of [[r.stages.prefill_ms, "gemm"], [r.stages.decode_ms_per_token, "gemv"],
+                      [r.stages.vision_448x448_ms, "blocks_gemm"]])
+  positive(o, k);
+' "$out" "$probe"
 echo OK

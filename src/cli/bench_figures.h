@@ -1,0 +1,60 @@
+// The measurements of `qvl bench` at one thread count: vision, prefill, decode (at several
+// context lengths), time to first token, each with its per-stage breakdown from the stage
+// profiler (base/stage_profile.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "qvl/engine.h"
+
+namespace qvl::cli {
+
+struct BenchSettings {
+  int repeats = 3;
+  int64_t prompt_tokens = 512;
+  int64_t decode_tokens = 128;
+  std::vector<int64_t> contexts = {0, 1024, 4096};  // decode speed after this many tokens
+  bool large_image = true;
+};
+
+// Milliseconds per stage name, in report order.
+using StageTimes = std::vector<std::pair<std::string, double>>;
+
+struct VisionFigure {
+  double ms = 0;        // median image time (decode, preprocess, vision tower)
+  int64_t patches = 0;  // vision patches of the image
+  StageTimes stages;    // mean over repeats
+};
+
+struct ContextFigure {
+  int64_t context = 0;  // prompt tokens before decoding
+  double tok_per_s = 0;
+  double mean_context = 0;  // average KV length over the decode steps
+  StageTimes stages;        // per token
+};
+
+struct RunFigures {
+  int threads = 0;
+  VisionFigure vision_small, vision_large;  // 448x448 and 1024x768 (patches 0 when skipped)
+  int64_t prompt_tokens = 0;
+  double prompt_tok_per_s = 0;
+  StageTimes prefill_stages;
+  double decode_tok_per_s = 0;
+  double decode_mean_context = 0;
+  StageTimes decode_stages;  // per token
+  double ttft_image_448_ms = 0;
+  int64_t ttft_prompt_tokens = 0;  // prompt of the 448x448 request (image tokens included)
+  std::vector<ContextFigure> contexts;
+};
+
+// A user message starting with `start` whose chat prompt is `target` tokens long (at least the
+// template's and start's).
+std::string prompt_of_length(const Engine& engine, int64_t target, const std::string& start = "");
+
+// Runs every figure on the global thread pool as it is configured now, with prompts and images
+// no earlier request used (nothing comes from the engine's caches). Enables the profiler.
+RunFigures measure_run(Engine& engine, const BenchSettings& settings);
+
+}  // namespace qvl::cli

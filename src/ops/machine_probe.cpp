@@ -1,0 +1,322 @@
+#include "ops/machine_probe.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "base/aligned_buffer.h"
+#include "base/error.h"
+#include "base/thread_pool.h"
+#include "base/timer.h"
+#include "ops/machine_probe_kernels.h"
+
+namespace qvl::ops {
+namespace {
+
+namespace pk = probe_kernels;
+
+// Results are folded in here so no loop is optimised away.
+std::atomic<uint64_t> g_sink{0};
+
+void sink(uint64_t v) {
+  g_sink.fetch_add(v, std::memory_order_relaxed);
+}
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+struct RunResult {
+  double wall_seconds = 0;
+  double chunks_per_cpu_second = 0;  // sum over threads of chunks done / CPU seconds used
+};
+
+// Runs chunk(i) for every i in [0, total) on `threads` threads of our own, which take indexes
+// from a shared counter. Each thread's rate is taken over its own CPU time, so time the OS gives
+// to other processes does not count (see machine_probe.h).
+RunResult run_chunks(int threads, int64_t total, const std::function<void(int64_t)>& chunk) {
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::atomic<int64_t> next{0};
+  std::vector<double> cpu(static_cast<size_t>(threads), 0.0);
+  std::vector<int64_t> done(static_cast<size_t>(threads), 0);
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(threads));
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      const double cpu_start = thread_cpu_seconds();
+      int64_t n = 0;
+      for (int64_t i = next.fetch_add(1); i < total; i = next.fetch_add(1), ++n) chunk(i);
+      cpu[static_cast<size_t>(t)] = thread_cpu_seconds() - cpu_start;
+      done[static_cast<size_t>(t)] = n;
+    });
+  }
+  while (ready.load() < threads) std::this_thread::yield();
+  const Timer timer;
+  go.store(true, std::memory_order_release);
+  for (auto& th : pool) th.join();
+  RunResult r;
+  r.wall_seconds = std::max(timer.seconds(), 1e-9);
+  for (size_t t = 0; t < cpu.size(); ++t) {
+    if (done[t] > 0)
+      r.chunks_per_cpu_second += static_cast<double>(done[t]) / std::max(cpu[t], 1e-9);
+  }
+  return r;
+}
+
+constexpr int kRuns = 3;
+
+// Best rate in operations per second of a register-only loop: `loop(iters)` runs iters
+// iterations of ops_per_iter multiply-adds (2 operations each).
+double best_compute_rate(int threads, double seconds, int64_t ops_per_iter,
+                         const std::function<void(int64_t)>& loop) {
+  constexpr int64_t kChunkIters = 1 << 13;  // tens of microseconds per chunk
+  const auto run = [&](int64_t chunks) {
+    return run_chunks(threads, chunks, [&](int64_t) { loop(kChunkIters); });
+  };
+  // Size the runs from a short one: about seconds / kRuns each.
+  int64_t chunks = 4 * threads;
+  const double calibration = run(chunks).wall_seconds;
+  chunks = std::max<int64_t>(
+      chunks, static_cast<int64_t>(static_cast<double>(chunks) * seconds / kRuns / calibration));
+  double best = 0;
+  for (int r = 0; r < kRuns; ++r) {
+    best = std::max(best, run(chunks).chunks_per_cpu_second);
+  }
+  return best * static_cast<double>(kChunkIters * ops_per_iter * 2);
+}
+
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// All threads wait until the last one arrives (spinning politely: rounds are short).
+class SpinBarrier {
+ public:
+  explicit SpinBarrier(int n) : n_(n) {}
+  void wait() {
+    const int generation = generation_.load(std::memory_order_acquire);
+    if (count_.fetch_add(1, std::memory_order_acq_rel) == n_ - 1) {
+      count_.store(0, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    while (generation_.load(std::memory_order_acquire) == generation) std::this_thread::yield();
+  }
+
+ private:
+  const int n_;
+  std::atomic<int> count_{0};
+  std::atomic<int> generation_{0};
+};
+
+struct ReadRounds {
+  double bytes_per_second = 0;  // 0 when no round qualified
+  int valid = 0;
+};
+
+// Bandwidth needs the threads to read at the same time, which a busy machine does not always
+// allow, so it is measured in short rounds: the threads meet at a barrier, each reads its own
+// slice (slices walk through the buffer, so none is still cached), and a round counts only when
+// every thread read without being descheduled (CPU time >= 90% of wall time) and the reads
+// overlapped. A round's rate is the sum of the threads' rates; the figure is the 90th percentile
+// of the rounds that counted (the best if fewer than 10).
+ReadRounds read_in_rounds(int threads, double seconds, const AlignedBuffer<uint8_t>& buffer,
+                          uint64_t (*read)(const uint8_t*, size_t)) {
+  const size_t slice = std::min<size_t>(size_t{8} << 20, buffer.size() / (2 * threads) / 64 * 64);
+  const size_t slices = buffer.size() / std::max<size_t>(slice, 64);
+  struct Sample {
+    double wall0, wall1, cpu0, cpu1;
+  };
+  std::vector<Sample> samples(static_cast<size_t>(threads));
+  std::vector<double> rates;
+  SpinBarrier barrier(threads);
+  std::atomic<bool> stop{false};
+  const double start = wall_seconds();
+  const auto evaluate = [&] {  // thread 0, between rounds
+    double first_end = 1e300, last_start = 0, longest = 0, rate = 0;
+    bool ran_through = true;
+    for (const Sample& s : samples) {
+      const double wall = s.wall1 - s.wall0;
+      ran_through = ran_through && s.cpu1 - s.cpu0 >= 0.9 * wall;
+      first_end = std::min(first_end, s.wall1);
+      last_start = std::max(last_start, s.wall0);
+      longest = std::max(longest, wall);
+      rate += static_cast<double>(slice) / std::max(wall, 1e-9);
+    }
+    if (ran_through && first_end - last_start >= 0.8 * longest) rates.push_back(rate);
+    const double elapsed = wall_seconds() - start;
+    if ((elapsed >= seconds && rates.size() >= 5) || elapsed >= std::max(0.5, 10 * seconds)) {
+      stop.store(true, std::memory_order_relaxed);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      Sample& s = samples[static_cast<size_t>(t)];
+      for (size_t round = 0;; ++round) {
+        barrier.wait();
+        if (stop.load(std::memory_order_relaxed)) return;
+        const uint8_t* p = buffer.data() + (round * threads + t) % slices * slice;
+        s.cpu0 = thread_cpu_seconds();
+        s.wall0 = wall_seconds();
+        sink(read(p, slice));
+        s.wall1 = wall_seconds();
+        s.cpu1 = thread_cpu_seconds();
+        barrier.wait();
+        if (t == 0) evaluate();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  ReadRounds r;
+  r.valid = static_cast<int>(rates.size());
+  if (!rates.empty()) {
+    std::sort(rates.begin(), rates.end());
+    r.bytes_per_second = rates.size() >= 10 ? rates[rates.size() * 9 / 10] : rates.back();
+  }
+  return r;
+}
+
+// Best streaming read rate (bytes/s) over `buffer` from passes in 1 MiB chunks, each thread's
+// rate over its CPU time: the fallback when no round of read_in_rounds qualified.
+double read_rate_per_cpu_time(int threads, const AlignedBuffer<uint8_t>& buffer,
+                              uint64_t (*read)(const uint8_t*, size_t)) {
+  constexpr size_t kChunk = size_t{1} << 20;
+  const int64_t chunks = static_cast<int64_t>(buffer.size() / kChunk);
+  double best = 0;
+  for (int pass = 0; pass < kRuns; ++pass) {
+    const RunResult r = run_chunks(threads, chunks, [&](int64_t i) {
+      sink(read(buffer.data() + static_cast<size_t>(i) * kChunk, kChunk));
+    });
+    best = std::max(best, r.chunks_per_cpu_second);
+  }
+  return best * static_cast<double>(kChunk);
+}
+
+int64_t parse_cache_size(const std::string& text) {
+  // sysfs writes e.g. "32768K" or "1M".
+  size_t used = 0;
+  int64_t value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (...) {
+    return 0;
+  }
+  const char unit = used < text.size() ? text[used] : ' ';
+  return unit == 'K' ? value << 10 : unit == 'M' ? value << 20 : value;
+}
+
+}  // namespace
+
+int64_t last_level_cache_bytes() {
+  int best_level = 0;
+  int64_t best = 0;
+  for (int index = 0; index < 8; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    std::ifstream level_file(dir + "/level"), size_file(dir + "/size");
+    int level = 0;
+    std::string size;
+    if (!(level_file >> level) || !(size_file >> size)) continue;
+    if (level >= best_level) {
+      best_level = level;
+      best = parse_cache_size(size);
+    }
+  }
+  if (best > 0) return best;
+  for (const int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
+    const long v = sysconf(name);
+    if (v > 0) return v;
+  }
+  return 0;
+}
+
+const ProbeFigures& MachineProbe::at(int threads) const {
+  QVL_CHECK(!figures.empty());
+  const ProbeFigures* found = &figures.front();
+  for (const auto& f : figures) {
+    if (f.threads <= threads) found = &f;
+  }
+  return *found;
+}
+
+MachineProbe probe_machine(const ProbeOptions& options) {
+  MachineProbe m;
+  m.isa = active_isa();
+  m.physical_cores = physical_core_count();
+  m.llc_bytes = last_level_cache_bytes();
+  std::vector<int> counts = options.threads;
+  if (counts.empty()) counts = {1, m.physical_cores};
+  for (int& c : counts) c = std::max(1, c);
+  std::sort(counts.begin(), counts.end());
+  counts.erase(std::unique(counts.begin(), counts.end()), counts.end());
+
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  int64_t bytes = options.buffer_bytes > 0 ? options.buffer_bytes
+                                           : std::max<int64_t>(64 * kMiB, 4 * m.llc_bytes);
+  bytes = std::max<int64_t>(kMiB, bytes / kMiB * kMiB);
+  m.buffer_bytes = bytes;
+  AlignedBuffer<uint8_t> buffer(static_cast<size_t>(bytes));
+  // Touch every page (and give the reads something to add).
+  for (int64_t i = 0; i < bytes; ++i) buffer[static_cast<size_t>(i)] = static_cast<uint8_t>(i * 7);
+
+  const bool avx512 = m.isa == IsaLevel::kAvx512, avx2 = m.isa == IsaLevel::kAvx2;
+  const auto read = avx512 ? pk::read_sum_avx512 : avx2 ? pk::read_sum_avx2 : pk::read_sum_scalar;
+  const auto fma = avx512 ? pk::fma_loop_avx512 : avx2 ? pk::fma_loop_avx2 : pk::fma_loop_scalar;
+  const int64_t fma_ops = avx512 ? pk::kFmaAvx512PerIter
+                          : avx2 ? pk::kFmaAvx2PerIter
+                                 : pk::kFmaScalarPerIter;
+  const auto int8 = avx512 ? pk::int8_dot_loop_avx512
+                    : avx2 ? pk::int8_dot_loop_avx2
+                           : pk::int8_dot_loop_scalar;
+  const int64_t int8_ops = avx512 ? pk::kInt8Avx512PerIter
+                           : avx2 ? pk::kInt8Avx2PerIter
+                                  : pk::kInt8ScalarPerIter;
+  m.fp32_instruction = avx512 ? "vfmadd231ps zmm" : avx2 ? "vfmadd231ps ymm" : "scalar mul+add";
+  m.bf16_instruction = avx512 ? "vdpbf16ps zmm" : "";
+  m.int8_instruction = avx512 ? "vpdpbusd zmm" : avx2 ? "vpmaddubsw+vpmaddwd ymm" : "scalar";
+
+  for (const int t : counts) {
+    ProbeFigures f;
+    f.threads = t;
+    const ReadRounds rounds = read_in_rounds(t, options.seconds, buffer, read);
+    f.dram_concurrent_rounds = rounds.valid;
+    f.dram_read_gb_per_s =
+        (rounds.valid > 0 ? rounds.bytes_per_second : read_rate_per_cpu_time(t, buffer, read)) *
+        1e-9;
+    f.fp32_fma_gflop_per_s =
+        best_compute_rate(
+            t, options.seconds, fma_ops,
+            [&](int64_t iters) { sink(std::bit_cast<uint32_t>(fma(iters, 0.5f, 1.0f))); }) *
+        1e-9;
+    if (avx512) {
+      f.bf16_dot_gflop_per_s =
+          best_compute_rate(
+              t, options.seconds, pk::kBf16Avx512PerIter,
+              [&](int64_t iters) {
+                sink(std::bit_cast<uint32_t>(pk::bf16_dot_loop_avx512(iters, 0.5f, 0.25f)));
+              }) *
+          1e-9;
+    }
+    f.int8_dot_gop_per_s =
+        best_compute_rate(t, options.seconds, int8_ops,
+                          [&](int64_t iters) { sink(static_cast<uint32_t>(int8(iters, 1, 1))); }) *
+        1e-9;
+    m.figures.push_back(f);
+  }
+  return m;
+}
+
+}  // namespace qvl::ops
