@@ -22,9 +22,10 @@ for (const k of ["decode_pct_of_dram", "decode_pct_of_dram_ctx1k", "prompt_pct_o
                  "vision_448x448_pct_of_peak", "ttft_image_448_pct_of_floor"])
   percent(r, k);
 if (r.prompt_tokens !== 64) fail("prompt_tokens " + r.prompt_tokens);
-// No --quant on a folder: q8 weights with the 16-bit KV cache; vision bf16; the GEMM in fp32.
+// No --quant on a folder: q8 weights with the 16-bit KV cache; vision bf16.
 if (r.quant !== "q8" || r.kv_cache !== "f16" || r.vision_weights !== "bf16") fail("types");
-if (r.prefill_arithmetic !== "fp32") fail("prefill_arithmetic");
+// q8 prompts: the int8 GEMM (default), or fp32 activations with QVL_GEMM_ACT=f32.
+if (r.prefill_arithmetic !== (process.env.QVL_GEMM_ACT === "f32" ? "fp32" : "int8")) fail("prefill_arithmetic");
 
 // The machine: ISA in use and every ceiling at 1 and 2 threads (bf16 only with vdpbf16ps).
 for (const m of [r.machine, probe]) {
