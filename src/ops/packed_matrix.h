@@ -22,7 +22,8 @@
 // Activations in matmul. From m >= 16 rows (prompt prefill, vision) on AVX2 and up, a blocked
 // GEMM dequantizes weight blocks to fp32 (exact: bf16 widens, scale * q is exact in fp32) and
 // multiplies them with fp32 activations, so its only error is the weights' own plus fp32
-// accumulation. Below that (decode GEMV, small batches, the scalar fallback): kBF16 uses fp32
+// accumulation; except kBF16 on AVX-512, where it rounds x to bf16 for vdpbf16ps (products exact,
+// fp32 sums: relative error <= 2^-8 per activation). Below that (decode GEMV, small batches, the scalar fallback): kBF16 uses fp32
 // activations on the scalar and AVX2 paths and rounds them to bf16 for vdpbf16ps on AVX-512
 // (products then accumulate in fp32). kQ8/kQ4 quantize each activation block of 32 to int8
 // (symmetric, scale absmax / 127, round to nearest even) and take integer block dot products (q8
@@ -33,7 +34,8 @@
 //
 // Kernels: m == 1 streams each group once with software prefetch; 1 < m < 16 walks groups x
 // 512-column spans x blocks of rows of x, unpacking a tile once for 2 (q8/q4) or 3 (bf16) rows;
-// m >= 16 uses the GEMM (6 weight rows x 16 x rows register tile, see packed_gemm_avx2.cpp). The
+// m >= 16 uses the GEMM (register tiles of 6 weight rows x 16 x rows on AVX2, 12 x 32 on AVX-512;
+// see packed_gemm.h). The
 // first use of each SIMD level is checked against the scalar kernels (see best_isa).
 #pragma once
 
