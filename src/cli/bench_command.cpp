@@ -20,6 +20,7 @@ struct BenchOptions {
   std::string model;
   int threads = 0;
   std::string quant;  // empty: q8 for a folder, as stored for a pre-packed file
+  std::string vision_quant;
   int repeats = 3;
   int64_t prompt_tokens = 512;
   int64_t decode_tokens = 128;
@@ -104,6 +105,7 @@ void bench(const BenchOptions& o) {
   eo.model_dir = hub::resolve_model(o.model, {});
   eo.threads = o.threads;
   eo.quant = o.quant;
+  eo.vision_quant = o.vision_quant;
   eo.image_max_tokens = 1024;  // 448x448 -> 196 tokens and 1024x768 -> 768 tokens, unscaled
   const Timer load_timer;
   auto engine = Engine::load(eo);
@@ -128,6 +130,7 @@ void bench(const BenchOptions& o) {
   }
   nlohmann::json j = {{"model", eo.model_dir},
                       {"quant", engine->info().weights},
+                      {"vision_quant", engine->info().vision_weights},
                       {"kv_cache", engine->info().kv_cache},
                       {"threads", ThreadPool::global().size()},
                       {"repeats", o.repeats},
@@ -160,6 +163,10 @@ void add_bench_command(CLI::App& app) {
                   "Weights: exact (fp32 oracle), bf16, q8 or q4 (default: q8 for a folder, as "
                   "stored for a pre-packed file)")
       ->check(CLI::IsMember({"exact", "bf16", "q8", "q4"}));
+  cmd->add_option("--vision-quant", o->vision_quant,
+                  "Vision tower's big matrices: bf16 or q8 (default: bf16 for a folder, as stored "
+                  "for a pre-packed file)")
+      ->check(CLI::IsMember({"bf16", "q8"}));
   cmd->add_option("--repeats", o->repeats, "Repeats; medians are reported")->capture_default_str();
   cmd->add_option("--prompt-tokens", o->prompt_tokens, "Prompt length for the prefill figure")
       ->capture_default_str();

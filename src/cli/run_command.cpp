@@ -21,6 +21,7 @@ struct RunOptions {
   std::vector<std::string> images;
   int threads = 0;
   std::string quant;  // empty: q8 for a folder, as stored for a pre-packed file
+  std::string vision_quant;
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;
   bool json = false;
@@ -53,6 +54,7 @@ void run(const RunOptions& o) {
   eo.model_dir = hub::resolve_model(o.model, resolve);
   eo.threads = o.threads;
   eo.quant = o.quant;
+  eo.vision_quant = o.vision_quant;
   eo.image_min_tokens = o.image_min_tokens;
   eo.image_max_tokens = o.image_max_tokens;
   auto engine = Engine::load(eo);
@@ -119,6 +121,10 @@ void add_run_command(CLI::App& app) {
                   "Weights: exact (fp32 oracle), bf16, q8 or q4 (default: q8 for a folder, as "
                   "stored for a pre-packed file)")
       ->check(CLI::IsMember({"exact", "bf16", "q8", "q4"}));
+  cmd->add_option("--vision-quant", opts->vision_quant,
+                  "Vision tower's big matrices: bf16 or q8 (default: bf16 for a folder, as stored "
+                  "for a pre-packed file)")
+      ->check(CLI::IsMember({"bf16", "q8"}));
   cmd->add_option("--image-min-tokens", opts->image_min_tokens,
                   "Fewest tokens per image (1 token = 32x32 px; default 64)");
   cmd->add_option("--image-max-tokens", opts->image_max_tokens,

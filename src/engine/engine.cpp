@@ -31,7 +31,7 @@ class EngineImpl : public Engine {
  public:
   explicit EngineImpl(const EngineOptions& options)
       : options_(options),
-        model_(load_model_folder(options.model_dir, options.quant)),
+        model_(load_model_folder(options.model_dir, options.quant, options.vision_quant)),
         decoder_(model_->config.text, model_->text_weights),
         vision_(model_->config.vision, model_->vision_weights) {
     const int64_t min_tokens =
@@ -48,6 +48,10 @@ class EngineImpl : public Engine {
     if (!model_->text_weights.layers.empty()) {
       info_.weights = ops::quant_type_name(model_->text_weights.layers[0].q_proj.type());
     }
+    if (!model_->vision_weights.blocks.empty()) {
+      info_.vision_weights =
+          ops::quant_type_name(model_->vision_weights.blocks[0].qkv.weight.type());
+    }
     info_.kv_cache = decoder_.kv_type() == KVType::kF16 ? "f16" : "f32";
     info_.image_min_tokens = min_tokens;
     info_.image_max_tokens = max_tokens;
@@ -59,6 +63,17 @@ class EngineImpl : public Engine {
   }
 
   const ModelInfo& info() const override { return info_; }
+
+  ImageEmbeddings embed_image(const ImageInput& image) override {
+    GenerationRequest request;
+    request.images.push_back(image);
+    std::vector<ImageFeatures> features = encode_images(request, {0}, nullptr);
+    ImageEmbeddings out;
+    out.tokens = features[0].vision.tokens;
+    out.width = model_->config.vision.out_hidden_size;
+    out.values = std::move(features[0].vision.embeds);
+    return out;
+  }
 
   std::vector<int64_t> tokenize(const std::string& text) const override {
     const auto ids = model_->tokenizer.encode(text);
@@ -249,6 +264,10 @@ ScoreResult EngineImpl::score(const GenerationRequest& request,
 }
 
 }  // namespace
+
+Engine::ImageEmbeddings Engine::embed_image(const ImageInput& /*image*/) {
+  fail(ErrorCode::kUnsupported, "this engine does not expose image embeddings");
+}
 
 std::unique_ptr<Engine> Engine::load(const EngineOptions& options) {
   if (options.threads > 0) ThreadPool::set_global_threads(options.threads);

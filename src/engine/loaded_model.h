@@ -30,12 +30,15 @@ struct LoadedModel {
 // matrices are used in place from the mmap. quant: "exact", "bf16", "q8" or "q4"; empty means
 // q8 for a folder and the stored type for a pre-packed file (which cannot be loaded as another
 // type). Throws qvl::Error naming the missing or broken file. Warns (log) when the model ships a
-// chat template qvl does not recognise.
-std::unique_ptr<LoadedModel> load_model(const std::string& path, const std::string& quant);
+// chat template qvl does not recognise. vision_quant: the vision tower's big matrices ("", "bf16"
+// or "q8", see weight_types_for); empty means bf16 for a folder and as stored for a file.
+std::unique_ptr<LoadedModel> load_model(const std::string& path, const std::string& quant,
+                                        const std::string& vision_quant = "");
 // The same (kept for callers that predate pre-packed files).
 inline std::unique_ptr<LoadedModel> load_model_folder(const std::string& path,
-                                                      const std::string& quant) {
-  return load_model(path, quant);
+                                                      const std::string& quant,
+                                                      const std::string& vision_quant = "") {
+  return load_model(path, quant, vision_quant);
 }
 
 }  // namespace qvl

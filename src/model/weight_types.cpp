@@ -1,21 +1,30 @@
 #include "model/weight_types.h"
 
+#include "base/error.h"
+
 namespace qvl {
 
-WeightTypes weight_types_for(const std::string& quant) {
+void check_vision_quant(const std::string& vision_quant) {
+  if (vision_quant.empty() || vision_quant == "bf16" || vision_quant == "q8") return;
+  fail(ErrorCode::kInvalidArgument,
+       "unknown vision weight type '" + vision_quant + "' (expected bf16 or q8)");
+}
+
+WeightTypes weight_types_for(const std::string& quant, const std::string& vision_quant) {
   using ops::QuantType;
   const QuantType t = ops::parse_quant_type(quant);
-  switch (t) {
-    case QuantType::kExact:
-      return {t, t, t};
-    case QuantType::kBF16:
-      return {t, t, t};
-    case QuantType::kQ8:
-      return {t, QuantType::kQ8, QuantType::kBF16};
-    case QuantType::kQ4:
-      return {t, QuantType::kQ8, QuantType::kBF16};
+  check_vision_quant(vision_quant);
+  if (t == QuantType::kExact) {
+    if (!vision_quant.empty()) {
+      fail(ErrorCode::kInvalidArgument,
+           "--vision-quant does not apply to exact (fp32 math on the stored weights everywhere)");
+    }
+    return {t, t, t, t};
   }
-  return {};
+  WeightTypes types{t, t == QuantType::kBF16 ? t : QuantType::kQ8, QuantType::kBF16,
+                    QuantType::kBF16};
+  if (vision_quant == "q8") types.vision = QuantType::kQ8;
+  return types;
 }
 
 }  // namespace qvl
