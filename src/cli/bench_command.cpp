@@ -23,6 +23,7 @@ struct BenchOptions {
   std::vector<int> threads;  // empty: physical cores
   std::string quant;         // empty: q8 for a folder, as stored for a pre-packed file
   std::string lm_head;       // empty: the default for quant
+  std::string vision_quant;  // empty: bf16 for a folder, as stored for a pre-packed file
   BenchSettings settings;
   double probe_seconds = 0.2;
   bool probe_only = false;
@@ -64,6 +65,7 @@ void bench(BenchOptions o) {
   eo.threads = o.threads.front();
   eo.quant = o.quant;
   eo.lm_head = o.lm_head;
+  eo.vision_quant = o.vision_quant;
   eo.image_max_tokens = 1024;  // 448x448 -> 196 tokens and 1024x768 -> 768 tokens, unscaled
   eo.image_cache_mb = -1;      // every image is new anyway (see measure_run)
   const Timer load_timer;
@@ -105,6 +107,10 @@ void add_bench_command(CLI::App& app) {
                   "Output head type with bf16/q8/q4 weights: bf16, q8 or q4 (default: q8, bf16 for "
                   "bf16; as stored for a pre-packed file)")
       ->check(CLI::IsMember({"bf16", "q8", "q4"}));
+  cmd->add_option("--vision-quant", o->vision_quant,
+                  "Vision tower's big matrices: bf16 or q8 (default: bf16 for a folder, as stored "
+                  "for a pre-packed file)")
+      ->check(CLI::IsMember({"bf16", "q8"}));
   cmd->add_option("--repeats", o->settings.repeats, "Repeats; medians are reported")
       ->capture_default_str();
   cmd->add_option("--prompt-tokens", o->settings.prompt_tokens,

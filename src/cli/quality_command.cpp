@@ -22,6 +22,7 @@ struct QualityOptions {
   std::string model;
   std::vector<std::string> quants = {"bf16", "q8", "q4"};
   std::string lm_head;  // empty: each type's default head
+  std::vector<std::string> vision_quants = {"bf16"};
   std::string golden;
   int64_t continuation_tokens = 32;
   int64_t image_min_tokens = 0;
@@ -36,12 +37,13 @@ constexpr int64_t kGoldenImageMinTokens = 64;
 constexpr int64_t kGoldenImageMaxTokens = 16384;
 
 EngineOptions engine_options(const QualityOptions& o, const std::string& dir,
-                             const std::string& quant) {
+                             const std::string& quant, const std::string& vision_quant = "") {
   EngineOptions eo;
   eo.model_dir = dir;
   eo.threads = o.threads;
   eo.quant = quant;
   if (quant != "exact") eo.lm_head = o.lm_head;
+  eo.vision_quant = vision_quant;
   const bool golden = !o.golden.empty();
   eo.image_min_tokens = o.image_min_tokens > 0 ? o.image_min_tokens
                         : golden               ? kGoldenImageMinTokens
@@ -89,10 +91,19 @@ json stats_json(const AgreementStats& s) {
           {"mean_reference_entropy", s.mean_reference_entropy()}};
 }
 
-json report_json(const std::string& quant, const QualityReport& r, double load_ms,
-                 double score_ms) {
-  json j = {{"quant", quant}, {"load_ms", load_ms}, {"score_ms", score_ms}};
+json images_json(const ImageAgreement& a) {
+  return {
+      {"image_tokens", a.tokens}, {"min_cosine", a.min_cosine}, {"mean_cosine", a.mean_cosine()}};
+}
+
+json report_json(const std::string& quant, const std::string& vision_quant, const QualityReport& r,
+                 double load_ms, double score_ms) {
+  json j = {{"quant", quant},
+            {"vision_quant", vision_quant},
+            {"load_ms", load_ms},
+            {"score_ms", score_ms}};
   j["total"] = stats_json(r.total);
+  j["image_embeddings"] = images_json(r.images);
   j["keeps_greedy_tokens"] = r.keeps_greedy_tokens();
   j["prompts"] = json::array();
   for (const PromptAgreement& p : r.prompts) {
@@ -101,33 +112,43 @@ json report_json(const std::string& quant, const QualityReport& r, double load_m
     row["greedy_prefix"] = p.greedy_prefix;
     row["continuation_top1"] = p.continuation_top1;
     row["continuation_tokens"] = p.continuation_length;
+    row["image_embeddings"] = images_json(p.images);
     j["prompts"].push_back(row);
   }
   return j;
 }
 
-void print_row(const std::string& name, const AgreementStats& s, int64_t kept, int64_t of) {
-  std::printf("  %-18s %9lld %8.2f %11.3e %11.3e %12.4f %11.4f %8lld/%lld\n", name.c_str(),
+void print_row(const std::string& name, const AgreementStats& s, const ImageAgreement& img,
+               int64_t kept, int64_t of) {
+  std::printf("  %-18s %9lld %8.2f %11.3e %11.3e %12.4f %11.4f %8lld/%-4lld", name.c_str(),
               static_cast<long long>(s.positions), 100.0 * s.top1_rate(), s.mean_kl(), s.kl_max,
               s.max_abs_diff, s.min_reference_margin, static_cast<long long>(kept),
               static_cast<long long>(of));
+  if (img.tokens > 0) {
+    std::printf(" %10.6f %10.6f\n", img.min_cosine, img.mean_cosine());
+  } else {
+    std::printf(" %10s %10s\n", "-", "-");
+  }
 }
 
 void print_report(const json& type, const QualityReport& r) {
-  std::printf("\n%s vs exact (load %.1f s, scoring %.1f s)\n",
-              type["quant"].get<std::string>().c_str(), type["load_ms"].get<double>() / 1000,
+  std::printf("\n%s (vision %s) vs exact (load %.1f s, scoring %.1f s)\n",
+              type["quant"].get<std::string>().c_str(),
+              type["vision_quant"].get<std::string>().c_str(), type["load_ms"].get<double>() / 1000,
               type["score_ms"].get<double>() / 1000);
   // min margin: the smallest top1 - top2 logit gap of exact. Where it is below max |dlogit| a
   // top-1 flip is expected, and says as much about the (undecided) model as about the weights.
-  std::printf("  %-18s %9s %8s %11s %11s %12s %11s %12s\n", "prompt", "positions", "top-1 %",
-              "mean KL", "max KL", "max |dlogit|", "min margin", "greedy kept");
+  // img cos: cosine similarity of the image embeddings (vision tower output) per image token.
+  std::printf("  %-18s %9s %8s %11s %11s %12s %11s %13s %10s %10s\n", "prompt", "positions",
+              "top-1 %", "mean KL", "max KL", "max |dlogit|", "min margin", "greedy kept",
+              "img cos min", "mean");
   int64_t kept = 0, of = 0;
   for (const PromptAgreement& p : r.prompts) {
-    print_row(p.name, p.stats, p.greedy_prefix, p.continuation_length);
+    print_row(p.name, p.stats, p.images, p.greedy_prefix, p.continuation_length);
     kept += p.greedy_prefix;
     of += p.continuation_length;
   }
-  print_row("all", r.total, kept, of);
+  print_row("all", r.total, r.images, kept, of);
 }
 
 void quality(const QualityOptions& o) {
@@ -165,15 +186,19 @@ void quality(const QualityOptions& o) {
   }
   out["types"] = json::array();
   for (const std::string& quant : o.quants) {
-    const Timer load;
-    auto engine = Engine::load(engine_options(o, dir, quant));
-    const double load_ms = load.millis();
-    const Timer scoring;
-    const QualityReport r = measure_agreement(*engine, prompts, reference);
-    out["types"].push_back(report_json(quant, r, load_ms, scoring.millis()));
-    out["types"].back()["lm_head"] = o.lm_head.empty() ? "default" : o.lm_head;
-    if (!o.json) print_report(out["types"].back(), r);
-    std::fflush(stdout);
+    for (const std::string& vision : o.vision_quants) {
+      if (quant == "exact" && vision != "bf16") continue;  // exact has one vision type
+      const Timer load;
+      auto engine = Engine::load(engine_options(o, dir, quant, quant == "exact" ? "" : vision));
+      const double load_ms = load.millis();
+      const Timer scoring;
+      const QualityReport r = measure_agreement(*engine, prompts, reference);
+      out["types"].push_back(
+          report_json(quant, engine->info().vision_weights, r, load_ms, scoring.millis()));
+      out["types"].back()["lm_head"] = o.lm_head.empty() ? "default" : o.lm_head;
+      if (!o.json) print_report(out["types"].back(), r);
+      std::fflush(stdout);
+    }
   }
   if (o.json) std::puts(out.dump().c_str());
 }
@@ -185,7 +210,7 @@ void add_quality_command(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("quality",
                          "Compare weight types with exact: top-1 agreement and KL of next-token "
-                         "distributions");
+                         "distributions, and cosine similarity of image embeddings");
   cmd->add_option("-m,--model", o->model, "Model folder or hub id")->required();
   cmd->add_option("--quant", o->quants, "Weight types to compare with exact, comma separated")
       ->delimiter(',')
@@ -195,6 +220,11 @@ void add_quality_command(CLI::App& app) {
                   "Output head type for the compared types: bf16, q8 or q4 (default: q8, bf16 "
                   "for bf16)")
       ->check(CLI::IsMember({"bf16", "q8", "q4"}));
+  cmd->add_option("--vision-quant", o->vision_quants,
+                  "Vision tower types to combine with each --quant, comma separated")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"bf16", "q8"}))
+      ->capture_default_str();
   cmd->add_option("--golden", o->golden,
                   "Golden folder (manifest.json): its cases, continued by the golden greedy "
                   "tokens; default: built-in prompts with drawn images");

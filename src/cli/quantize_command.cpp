@@ -17,6 +17,7 @@ struct QuantizeOptions {
   std::string model;
   std::string out;
   std::string quant = "q8";
+  std::string vision_quant;
   int threads = 0;
   bool offline = false;
 };
@@ -32,8 +33,9 @@ void quantize(const QuantizeOptions& o) {
                                           "id) and writes the pre-packed file");
   }
   const Timer timer;
-  const QuantizeSummary s = quantize_model_folder(dir, o.quant, o.out);
-  QVL_LOG(kInfo) << "wrote " << o.out << ": " << o.quant << ", " << s.packed_matrices
+  const QuantizeSummary s = quantize_model_folder(dir, o.quant, o.out, o.vision_quant);
+  QVL_LOG(kInfo) << "wrote " << o.out << ": " << o.quant << " (vision "
+                 << (o.vision_quant.empty() ? "bf16" : o.vision_quant) << "), " << s.packed_matrices
                  << " packed matrices, " << s.stored_tensors << " tensors as stored, "
                  << s.embedded_files << " embedded files, " << s.file_bytes / (1 << 20)
                  << " MiB in " << static_cast<int>(timer.millis()) << " ms";
@@ -52,6 +54,9 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("--quant", o->quant, "Weights: bf16, q8 or q4 (as run --quant does)")
       ->capture_default_str()
       ->check(CLI::IsMember({"bf16", "q8", "q4"}));
+  cmd->add_option("--vision-quant", o->vision_quant,
+                  "Vision tower's big matrices: bf16 (default) or q8")
+      ->check(CLI::IsMember({"bf16", "q8"}));
   cmd->add_option("--threads", o->threads, "Threads (default: physical cores)");
   cmd->add_flag("--offline", o->offline, "Never download (also HF_HUB_OFFLINE=1)");
   cmd->callback([o] { quantize(*o); });

@@ -22,6 +22,7 @@ struct RunOptions {
   int threads = 0;
   std::string quant;    // empty: q8 for a folder, as stored for a pre-packed file
   std::string lm_head;  // empty: the default for quant
+  std::string vision_quant;  // empty: bf16 for a folder, as stored for a pre-packed file
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;
   bool json = false;
@@ -55,6 +56,7 @@ void run(const RunOptions& o) {
   eo.threads = o.threads;
   eo.quant = o.quant;
   eo.lm_head = o.lm_head;
+  eo.vision_quant = o.vision_quant;
   eo.image_min_tokens = o.image_min_tokens;
   eo.image_max_tokens = o.image_max_tokens;
   auto engine = Engine::load(eo);
@@ -126,6 +128,10 @@ void add_run_command(CLI::App& app) {
                   "Output head type with bf16/q8/q4 weights: bf16, q8 or q4 (default: q8, bf16 for "
                   "bf16; as stored for a pre-packed file)")
       ->check(CLI::IsMember({"bf16", "q8", "q4"}));
+  cmd->add_option("--vision-quant", opts->vision_quant,
+                  "Vision tower's big matrices: bf16 or q8 (default: bf16 for a folder, as stored "
+                  "for a pre-packed file)")
+      ->check(CLI::IsMember({"bf16", "q8"}));
   cmd->add_option("--image-min-tokens", opts->image_min_tokens,
                   "Fewest tokens per image (1 token = 32x32 px; default 64)");
   cmd->add_option("--image-max-tokens", opts->image_max_tokens,

@@ -117,6 +117,11 @@ void add_serve_command(CLI::App& app) {
                    "Output head type with bf16/q8/q4 weights: bf16, q8 or q4 (default: q8, bf16 "
                    "for bf16; as stored for a pre-packed file)")
       ->check(CLI::IsMember({"bf16", "q8", "q4"}));
+  serve
+      ->add_option("--vision-quant", o.engine.vision_quant,
+                   "Vision tower's big matrices: bf16 or q8 (default: bf16 for a folder, as stored "
+                   "for a pre-packed file)")
+      ->check(CLI::IsMember({"bf16", "q8"}));
   serve->add_option("--host", o.host, "Address to listen on")->capture_default_str();
   serve->add_option("--port", o.port, "Port; 0 picks a free one (printed on stdout)")
       ->capture_default_str()

@@ -65,7 +65,8 @@ class EngineImpl : public Engine {
  public:
   explicit EngineImpl(const EngineOptions& options)
       : options_(options),
-        model_(load_model_folder(options.model_dir, options.quant, options.lm_head)),
+        model_(load_model_folder(options.model_dir, options.quant, options.lm_head,
+                                 options.vision_quant)),
         decoder_(model_->config.text, model_->text_weights),
         vision_(model_->config.vision, model_->vision_weights),
         image_cache_(
@@ -89,6 +90,10 @@ class EngineImpl : public Engine {
     if (!model_->text_weights.layers.empty()) {
       info_.weights = ops::quant_type_name(model_->text_weights.layers[0].q_proj.type());
     }
+    if (!model_->vision_weights.blocks.empty()) {
+      info_.vision_weights =
+          ops::quant_type_name(model_->vision_weights.blocks[0].qkv.weight.type());
+    }
     info_.kv_cache = decoder_.kv_type() == KVType::kF16 ? "f16" : "f32";
     info_.cost = model_cost(model_->config, model_->text_weights, model_->vision_weights,
                             decoder_.kv_type());
@@ -102,6 +107,17 @@ class EngineImpl : public Engine {
   }
 
   const ModelInfo& info() const override { return info_; }
+
+  ImageEmbeddings embed_image(const ImageInput& image) override {
+    GenerationRequest request;
+    request.images.push_back(image);
+    const EncodedImages encoded = encode_images(request, {0}, nullptr);
+    ImageEmbeddings out;
+    out.tokens = encoded.features[0]->vision.tokens;
+    out.width = model_->config.vision.out_hidden_size;
+    out.values = encoded.features[0]->vision.embeds;  // cached features are shared: a copy
+    return out;
+  }
 
   std::vector<int64_t> tokenize(const std::string& text) const override {
     const auto ids = model_->tokenizer.encode(text);
@@ -298,6 +314,10 @@ ScoreResult EngineImpl::score(const GenerationRequest& request,
 }
 
 }  // namespace
+
+Engine::ImageEmbeddings Engine::embed_image(const ImageInput& /*image*/) {
+  fail(ErrorCode::kUnsupported, "this engine does not expose image embeddings");
+}
 
 std::unique_ptr<Engine> Engine::load(const EngineOptions& options) {
   if (options.threads > 0) ThreadPool::set_global_threads(options.threads);

@@ -13,11 +13,13 @@ namespace {
 constexpr const char* kDefaultFolderQuant = "q8";
 
 std::unique_ptr<LoadedModel> load_folder(const std::string& dir, const std::string& quant_in,
-                                         const std::string& lm_head) {
+                                         const std::string& lm_head,
+                                         const std::string& vision_quant) {
   if (!file_exists(dir + "/config.json")) {
     fail(ErrorCode::kNotFound, "'" + dir + "' is not a model folder (no config.json)");
   }
   const std::string quant = quant_in.empty() ? kDefaultFolderQuant : quant_in;
+  const WeightTypes types = weight_types_for(quant, lm_head, vision_quant);  // fail before loading
   const Timer timer;
   auto m = std::make_unique<LoadedModel>(LoadedModel{dir,
                                                      load_model_config(dir),
@@ -27,15 +29,15 @@ std::unique_ptr<LoadedModel> load_folder(const std::string& dir, const std::stri
                                                      {},
                                                      {},
                                                      Tokenizer::from_model_dir(dir)});
-  const WeightTypes types = weight_types_for(quant, lm_head);
   m->text_weights = load_text_weights(m->config, m->store, types);
-  m->vision_weights = load_vision_weights(m->config.vision, m->store, types.vision);
+  m->vision_weights = load_vision_weights(m->config.vision, m->store, types);
   if (!is_known_chat_template(dir)) {
     QVL_LOG(kWarn) << "the chat template in '" << dir
                    << "' is not one qvl knows; prompts are rendered as Qwen3-VL's template does";
   }
   QVL_LOG(kInfo) << "loaded " << dir << " (" << m->store.total_bytes() / (1 << 20) << " MiB of "
-                 << "weights, " << quant << ") in " << static_cast<int>(timer.millis()) << " ms";
+                 << "weights, " << quant << ", vision " << ops::quant_type_name(types.vision)
+                 << ") in " << static_cast<int>(timer.millis()) << " ms";
   return m;
 }
 
@@ -52,7 +54,8 @@ Tokenizer packed_tokenizer(const PackedModelFile& file) {
 }
 
 std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std::string& quant,
-                                              const std::string& lm_head) {
+                                              const std::string& lm_head,
+                                         const std::string& vision_quant) {
   const Timer timer;
   PackedModelFile file = PackedModelFile::open(path);
   const std::string stored = ops::quant_type_name(file.quant());
@@ -63,6 +66,14 @@ std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std
                                : " (omit --quant to use it as stored, or run `qvl quantize "
                                  "--quant " +
                                      quant + "` on the model folder)"));
+  }
+  const std::string stored_vision = file.vision_quant();
+  if (!vision_quant.empty() && vision_quant != stored_vision) {
+    fail(ErrorCode::kInvalidArgument,
+         "'" + path + "' is pre-packed with a " + stored_vision +
+             " vision tower and cannot be loaded with --vision-quant " + vision_quant +
+             " (omit --vision-quant, or run `qvl quantize --vision-quant " + vision_quant +
+             "` on the model folder)");
   }
   const double header_ms = timer.millis();
   const std::string config_text(file.required_file("config.json"));
@@ -89,7 +100,7 @@ std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std
                                                      {},
                                                      {},
                                                      std::move(tokenizer)});
-  WeightTypes types = weight_types_for(stored);
+  WeightTypes types = weight_types_for(stored, "", stored_vision);
   if (const PackedTensor* head = m->store.packed(kPackedHeadName)) types.lm_head = head->type;
   if (!lm_head.empty() && ops::parse_quant_type(lm_head) != types.lm_head) {
     fail(ErrorCode::kInvalidArgument,
@@ -98,7 +109,7 @@ std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std
              " one (omit --lm-head, or load the model folder with --lm-head " + lm_head + ")");
   }
   m->text_weights = load_packed_text_weights(m->config, m->store, types, head_tied);
-  m->vision_weights = load_vision_weights(m->config.vision, m->store, types.vision);
+  m->vision_weights = load_vision_weights(m->config.vision, m->store, types);
   QVL_LOG(kDebug) << "pre-packed load: header " << header_ms << " ms, configs "
                   << configs_ms - header_ms << " ms, tokenizer " << tokenizer_ms - configs_ms
                   << " ms, weights " << timer.millis() - tokenizer_ms << " ms";
@@ -107,18 +118,20 @@ std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std
                    << "' is not one qvl knows; prompts are rendered as Qwen3-VL's template does";
   }
   QVL_LOG(kInfo) << "loaded pre-packed " << path << " (" << m->store.total_bytes() / (1 << 20)
-                 << " MiB, " << stored << ") in " << static_cast<int>(timer.millis()) << " ms";
+                 << " MiB, " << stored << ", vision " << stored_vision << ") in "
+                 << static_cast<int>(timer.millis()) << " ms";
   return m;
 }
 
 }  // namespace
 
 std::unique_ptr<LoadedModel> load_model(const std::string& path_in, const std::string& quant,
-                                        const std::string& lm_head) {
+                                        const std::string& lm_head,
+                                         const std::string& vision_quant) {
   std::string path = path_in;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  if (is_model_file(path)) return load_packed_file(path, quant, lm_head);
-  return load_folder(path, quant, lm_head);
+  if (is_model_file(path)) return load_packed_file(path, quant, lm_head, vision_quant);
+  return load_folder(path, quant, lm_head, vision_quant);
 }
 
 }  // namespace qvl

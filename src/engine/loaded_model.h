@@ -32,13 +32,17 @@ struct LoadedModel {
 // type). Throws qvl::Error naming the missing or broken file. Warns (log) when the model ships a
 // chat template qvl does not recognise. lm_head: the output head's type (see weight_types_for);
 // empty = the default for quant, or as stored in a pre-packed file (another type is an error).
+// vision_quant: the vision tower's big matrices ("", "bf16" or "q8", see weight_types_for); empty
+// means bf16 for a folder and as stored for a file.
 std::unique_ptr<LoadedModel> load_model(const std::string& path, const std::string& quant,
-                                        const std::string& lm_head = "");
+                                        const std::string& lm_head = "",
+                                        const std::string& vision_quant = "");
 // The same (kept for callers that predate pre-packed files).
 inline std::unique_ptr<LoadedModel> load_model_folder(const std::string& path,
                                                       const std::string& quant,
-                                                      const std::string& lm_head = "") {
-  return load_model(path, quant, lm_head);
+                                                      const std::string& lm_head = "",
+                                                      const std::string& vision_quant = "") {
+  return load_model(path, quant, lm_head, vision_quant);
 }
 
 }  // namespace qvl

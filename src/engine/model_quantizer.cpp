@@ -8,6 +8,7 @@
 #include "model/config.h"
 #include "model/packed_file.h"
 #include "model/packed_file_writer.h"
+#include "model/weight_types.h"
 #include "ops/packed_matrix.h"
 #include "tokenizer/chat_format.h"
 #include "tokenizer/tokenizer.h"
@@ -23,7 +24,8 @@ constexpr const char* kEmbeddedFiles[] = {
 }  // namespace
 
 QuantizeSummary quantize_model_folder(const std::string& model_dir, const std::string& quant,
-                                      const std::string& out_path) {
+                                      const std::string& out_path,
+                                      const std::string& vision_quant) {
   if (!file_exists(model_dir + "/config.json")) {
     fail(ErrorCode::kNotFound, "'" + model_dir + "' is not a model folder (no config.json)");
   }
@@ -33,6 +35,7 @@ QuantizeSummary quantize_model_folder(const std::string& model_dir, const std::s
          "exact cannot be pre-packed (it computes on the folder's stored weights); use bf16, q8 "
          "or q4");
   }
+  weight_types_for(quant, "", vision_quant);  // fail before any slow work
   PackedFileExtras extras;
   for (const char* name : kEmbeddedFiles) {
     const std::string path = model_dir + "/" + name;
@@ -54,7 +57,8 @@ QuantizeSummary quantize_model_folder(const std::string& model_dir, const std::s
   extras.metadata[kPackedChatTemplateKnownKey] =
       is_known_chat_template(model_dir) ? "true" : "false";
 
-  const PackedFileSummary written = write_packed_model_file(model_dir, quant, out_path, extras);
+  const PackedFileSummary written =
+      write_packed_model_file(model_dir, quant, out_path, extras, vision_quant);
   QuantizeSummary summary;
   summary.packed_matrices = written.packed_matrices;
   summary.stored_tensors = written.stored_tensors;

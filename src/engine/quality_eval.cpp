@@ -1,6 +1,7 @@
 #include "engine/quality_eval.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/error.h"
 
@@ -19,6 +20,9 @@ ReferenceLogits ReferenceLogits::record(Engine& reference,
         });
     out.prompt_ids_.push_back(r.prompt_ids);
     out.rows_.push_back(std::move(logits));
+    std::vector<Engine::ImageEmbeddings> images;
+    for (const ImageInput& image : p.request.images) images.push_back(reference.embed_image(image));
+    out.images_.push_back(std::move(images));
   }
   return out;
 }
@@ -27,6 +31,38 @@ const float* ReferenceLogits::row(size_t prompt, int64_t index) const {
   QVL_CHECK(prompt < rows_.size());
   QVL_CHECK(index >= 0 && (index + 1) * vocab_ <= static_cast<int64_t>(rows_[prompt].size()));
   return rows_[prompt].data() + index * vocab_;
+}
+
+void ImageAgreement::merge(const ImageAgreement& o) {
+  tokens += o.tokens;
+  min_cosine = std::min(min_cosine, o.min_cosine);
+  sum_cosine += o.sum_cosine;
+}
+
+ImageAgreement compare_image_embeddings(const Engine::ImageEmbeddings& reference,
+                                        const Engine::ImageEmbeddings& candidate) {
+  if (reference.tokens != candidate.tokens || reference.width != candidate.width ||
+      reference.values.size() != candidate.values.size()) {
+    fail(ErrorCode::kInvalidArgument, "image embeddings of different shapes (" +
+                                          std::to_string(reference.tokens) + " vs " +
+                                          std::to_string(candidate.tokens) + " tokens)");
+  }
+  ImageAgreement a;
+  for (int64_t t = 0; t < reference.tokens; ++t) {
+    const float* r = reference.values.data() + t * reference.width;
+    const float* c = candidate.values.data() + t * reference.width;
+    double dot = 0, rr = 0, cc = 0;
+    for (int64_t j = 0; j < reference.width; ++j) {
+      dot += static_cast<double>(r[j]) * c[j];
+      rr += static_cast<double>(r[j]) * r[j];
+      cc += static_cast<double>(c[j]) * c[j];
+    }
+    const double cosine = rr > 0 && cc > 0 ? dot / std::sqrt(rr * cc) : (rr == cc ? 1.0 : 0.0);
+    a.tokens += 1;
+    a.min_cosine = std::min(a.min_cosine, cosine);
+    a.sum_cosine += cosine;
+  }
+  return a;
 }
 
 bool QualityReport::keeps_greedy_tokens() const {
@@ -70,9 +106,14 @@ QualityReport measure_agreement(Engine& candidate, const std::vector<QualityProm
                                             "ids than the reference (other tokenizer or image "
                                             "budget?)");
     }
+    for (size_t i = 0; i < p.request.images.size(); ++i) {
+      a.images.merge(compare_image_embeddings(reference.images(k)[i],
+                                              candidate.embed_image(p.request.images[i])));
+    }
     a.prompt_tokens = static_cast<int64_t>(r.prompt_ids.size());
     a.image_tokens = r.image_tokens;
     report.total.merge(a.stats);
+    report.images.merge(a.images);
     report.prompts.push_back(std::move(a));
   }
   return report;

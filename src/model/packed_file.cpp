@@ -106,6 +106,11 @@ PackedModelFile PackedModelFile::open(const std::string& path) {
                                   quant + "' (expected bf16, q8 or q4)");
   }
   f.quant_ = *type;
+  const std::string vision = f.vision_quant();
+  if (vision != "bf16" && vision != "q8") {
+    fail(ErrorCode::kCorrupt, "'" + path + "' has an invalid \"" + kPackedVisionQuantKey + "\": '" +
+                                  vision + "' (expected bf16 or q8)");
+  }
   const size_t prefix = std::strlen(kPackedTensorPrefix);
   for (const auto& [key, entry_text] : meta) {
     if (key.compare(0, prefix, kPackedTensorPrefix) != 0) continue;
@@ -132,6 +137,11 @@ PackedModelFile PackedModelFile::open(const std::string& path) {
          "'" + path + "' has no packed output head '" + std::string(kPackedHeadName) + "'");
   }
   return f;
+}
+
+std::string PackedModelFile::vision_quant() const {
+  auto it = store_.metadata().find(kPackedVisionQuantKey);
+  return it == store_.metadata().end() ? "bf16" : it->second;
 }
 
 bool PackedModelFile::lm_head_tied() const {

@@ -7,8 +7,8 @@
 //   - the folder's JSON files as U8 tensors "qvl.file.<name>" (config.json, tokenizer.json, ...)
 //     and the tokenizer's compact form (tokenizer.h) as "qvl.tokenizer";
 //   - "__metadata__": "qvl.format" = "qvl-packed-model", "qvl.version", "qvl.quant" (the --quant
-//     it was made with), "qvl.layout" (packed_layout_fingerprint()), "qvl.lm_head_tied",
-//     "qvl.chat_template_known".
+//     it was made with), "qvl.vision_quant" (bf16 or q8; absent in older files: bf16), "qvl.layout"
+//     (packed_layout_fingerprint()), "qvl.lm_head_tied", "qvl.chat_template_known".
 // Tensor data is 64-byte aligned, so packed matrices are used straight from the mmap.
 #pragma once
 
@@ -29,6 +29,7 @@ inline constexpr const char* kPackedFormatName = "qvl-packed-model";
 inline constexpr const char* kPackedVersionKey = "qvl.version";
 inline constexpr int kPackedVersion = 1;
 inline constexpr const char* kPackedQuantKey = "qvl.quant";
+inline constexpr const char* kPackedVisionQuantKey = "qvl.vision_quant";
 inline constexpr const char* kPackedLayoutKey = "qvl.layout";
 inline constexpr const char* kPackedHeadTiedKey = "qvl.lm_head_tied";
 // "true" when the folder's chat template is the one qvl renders (checked when quantizing).
@@ -64,6 +65,8 @@ class PackedModelFile {
 
   const std::string& path() const { return path_; }
   ops::QuantType quant() const { return quant_; }
+  // The vision tower's --vision-quant ("bf16" or "q8"; "bf16" for files written before it).
+  std::string vision_quant() const;
   bool lm_head_tied() const;
   const WeightStore& store() const { return store_; }
   // Takes the weights (the mapping); texts and bytes seen so far stay valid with the store.

@@ -146,7 +146,8 @@ TensorSpec packed_tensor(const PackJob& job, size_t index, PackAhead& ahead) {
 
 PackedFileSummary write_packed_model_file(const std::string& model_dir, const std::string& quant,
                                           const std::string& out_path,
-                                          const PackedFileExtras& extras) {
+                                          const PackedFileExtras& extras,
+                                          const std::string& vision_quant) {
   const ops::QuantType type = ops::parse_quant_type(quant);
   if (type == ops::QuantType::kExact) {
     fail(ErrorCode::kInvalidArgument,
@@ -155,7 +156,8 @@ PackedFileSummary write_packed_model_file(const std::string& model_dir, const st
   }
   const ModelConfig config = load_model_config(model_dir);
   const WeightStore store = WeightStore::open_folder(model_dir);
-  const PackPlan plan(config, store, weight_types_for(quant));
+  const WeightTypes types = weight_types_for(quant, "", vision_quant);
+  const PackPlan plan(config, store, types);
 
   SafeTensorsWriteOptions options;
   options.alignment = kPackedAlignment;
@@ -163,6 +165,7 @@ PackedFileSummary write_packed_model_file(const std::string& model_dir, const st
   options.metadata[kPackedFormatKey] = kPackedFormatName;
   options.metadata[kPackedVersionKey] = std::to_string(kPackedVersion);
   options.metadata[kPackedQuantKey] = quant;
+  options.metadata[kPackedVisionQuantKey] = ops::quant_type_name(types.vision);
   options.metadata[kPackedLayoutKey] = packed_layout_fingerprint();
   options.metadata[kPackedHeadTiedKey] = plan.head_tied() ? "true" : "false";
   std::set<std::string> packed_names;

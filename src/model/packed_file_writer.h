@@ -22,10 +22,12 @@ struct PackedFileSummary {
   size_t stored_tensors = 0;  // written as the folder stores them
 };
 
-// quant: "bf16", "q8" or "q4" ("exact" is the folder itself and throws kInvalidArgument).
+// quant: "bf16", "q8" or "q4" ("exact" is the folder itself and throws kInvalidArgument);
+// vision_quant as weight_types_for takes it ("" = bf16).
 // Writes out_path atomically. Throws qvl::Error naming the folder, tensor or output file.
 PackedFileSummary write_packed_model_file(const std::string& model_dir, const std::string& quant,
                                           const std::string& out_path,
-                                          const PackedFileExtras& extras);
+                                          const PackedFileExtras& extras,
+                                          const std::string& vision_quant = "");
 
 }  // namespace qvl

@@ -31,6 +31,12 @@ MergerWeights merger(const VisionConfig& c, const WeightStore& s, const std::str
 
 VisionWeights load_vision_weights(const VisionConfig& c, const WeightStore& s,
                                   ops::QuantType type) {
+  return load_vision_weights(c, s, WeightTypes{type, type, type, type});
+}
+
+VisionWeights load_vision_weights(const VisionConfig& c, const WeightStore& s,
+                                  const WeightTypes& types) {
+  const ops::QuantType type = types.vision;
   const std::string p = "model.visual.";
   VisionWeights w;
   const int64_t hid = c.hidden_size, ps = c.patch_size, tp = c.temporal_patch_size;
@@ -46,7 +52,7 @@ VisionWeights load_vision_weights(const VisionConfig& c, const WeightStore& s,
           w.patch_embed_still[o * still_cols + ch * plane + i] +=
               kernel[((o * c.in_channels + ch) * tp + t) * plane + i];
   w.patch_embed = ops::PackedMatrix::pack(
-      {ops::WeightType::kF32, w.patch_embed_still.data(), hid, still_cols}, type);
+      {ops::WeightType::kF32, w.patch_embed_still.data(), hid, still_cols}, types.vision_patch);
   w.patch_embed_bias = vector_weight(s, p + "patch_embed.proj.bias", hid);
   w.pos_embed = matrix_weight(s, p + "pos_embed.weight", c.num_position_embeddings, hid);
   for (int64_t b = 0; b < c.depth; ++b) {

@@ -44,6 +44,10 @@ struct VisionWeights {
   std::vector<MergerWeights> deepstack_mergers;  // one per deepstack_visual_indexes entry
 };
 
+// types.vision for the big matrices, types.vision_patch for the patch embedding.
+VisionWeights load_vision_weights(const VisionConfig& config, const WeightStore& store,
+                                  const WeightTypes& types);
+// Every matrix in one type.
 VisionWeights load_vision_weights(const VisionConfig& config, const WeightStore& store,
                                   ops::QuantType type = ops::QuantType::kExact);
 

@@ -4,35 +4,41 @@
 
 namespace qvl {
 
-namespace {
-
-WeightTypes default_types(ops::QuantType t) {
-  using ops::QuantType;
-  switch (t) {
-    case QuantType::kExact:
-      return {t, t, t};
-    case QuantType::kBF16:
-      return {t, t, t};
-    case QuantType::kQ8:
-      return {t, QuantType::kQ8, QuantType::kBF16};
-    case QuantType::kQ4:
-      return {t, QuantType::kQ8, QuantType::kBF16};
-  }
-  return {};
+void check_vision_quant(const std::string& vision_quant) {
+  if (vision_quant.empty() || vision_quant == "bf16" || vision_quant == "q8") return;
+  fail(ErrorCode::kInvalidArgument,
+       "unknown vision weight type '" + vision_quant + "' (expected bf16 or q8)");
 }
 
-}  // namespace
-
-WeightTypes weight_types_for(const std::string& quant, const std::string& lm_head) {
-  WeightTypes types = default_types(ops::parse_quant_type(quant));
-  if (lm_head.empty()) return types;
-  const ops::QuantType head = ops::parse_quant_type(lm_head);
-  if (head == ops::QuantType::kExact || types.text == ops::QuantType::kExact) {
-    fail(ErrorCode::kInvalidArgument,
-         "the lm_head type can be bf16, q8 or q4 with bf16, q8 or q4 weights (exact keeps the "
-         "stored head)");
+WeightTypes weight_types_for(const std::string& quant, const std::string& lm_head,
+                             const std::string& vision_quant) {
+  using ops::QuantType;
+  const QuantType t = ops::parse_quant_type(quant);
+  check_vision_quant(vision_quant);
+  if (t == QuantType::kExact) {
+    if (!vision_quant.empty()) {
+      fail(ErrorCode::kInvalidArgument,
+           "--vision-quant does not apply to exact (fp32 math on the stored weights everywhere)");
+    }
+    if (!lm_head.empty()) {
+      fail(ErrorCode::kInvalidArgument,
+           "the lm_head type can be bf16, q8 or q4 with bf16, q8 or q4 weights (exact keeps the "
+           "stored head)");
+    }
+    return {t, t, t, t};
   }
-  types.lm_head = head;
+  WeightTypes types{t, t == QuantType::kBF16 ? t : QuantType::kQ8, QuantType::kBF16,
+                    QuantType::kBF16};
+  if (vision_quant == "q8") types.vision = QuantType::kQ8;
+  if (!lm_head.empty()) {
+    const QuantType head = ops::parse_quant_type(lm_head);
+    if (head == QuantType::kExact) {
+      fail(ErrorCode::kInvalidArgument,
+           "the lm_head type can be bf16, q8 or q4 with bf16, q8 or q4 weights (exact keeps the "
+           "stored head)");
+    }
+    types.lm_head = head;
+  }
   return types;
 }
 

@@ -1,16 +1,10 @@
-// AVX2 + FMA blocked GEMM for matmul with m >= kGemmMinRows (prompt prefill, vision tower).
-//
-// Weights are dequantized, kGemmRowBlock rows x kGemmDepth columns at a time, into an fp32 block
-// that stays in L1/L2 and is reused by every x panel; x arrives transposed in panels of 16 rows
-// ([k][16], see GemmProblem), so the 6 x 16 register tile broadcasts one weight and multiplies it
-// with 16 activations held in two vectors: 12 FMAs per 8 loads and no horizontal sums. Results
-// are accumulated transposed ([n][m_pad]), which keeps every store a full vector.
+// AVX2 + FMA kernel set of the blocked GEMM (driver and layouts: packed_gemm.h/.cpp): weight
+// blocks dequantized to fp32, a 6 x 16 register tile that broadcasts one weight and multiplies
+// it with 16 activations held in two vectors: 12 FMAs per 8 loads.
 // Called only when the CPU has AVX2/FMA/F16C; no shared inline functions (see packed_kernels.h).
 #include <immintrin.h>
 
-#include <algorithm>
-
-#include "ops/packed_kernels.h"
+#include "ops/packed_gemm.h"
 
 #pragma GCC target("avx2,fma,f16c")
 
@@ -21,7 +15,8 @@ constexpr int kTileRows = 6;  // weight rows per register tile (12 accumulators)
 
 // Weight rows [r0, r0 + rows) of the span [k0, k0 + depth) to fp32 in out[rows][depth].
 void dequantize_rows(const GemmProblem& p, int64_t r0, int64_t rows, int64_t k0, int64_t depth,
-                     float* out) {
+                     void* out_block) {
+  auto* out = static_cast<float*>(out_block);
   const int64_t b0 = k0 / kCols, nblocks = depth / kCols;
   for (int64_t rr = 0; rr < rows; ++rr) {
     const int64_t r = r0 + rr;
@@ -100,28 +95,15 @@ using TileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, in
 constexpr TileFn kTiles[kTileRows + 1] = {nullptr, tile<1>, tile<2>, tile<3>,
                                           tile<4>, tile<5>, tile<6>};
 
+void run_tile(const void* w, int64_t depth, const void* x, int64_t /*x_panel_stride*/,
+              int /*panels: always 1*/, int rows, float* y, int64_t ldy, bool accumulate) {
+  kTiles[rows](static_cast<const float*>(w), depth, static_cast<const float*>(x), depth, y, ldy,
+               accumulate);
+}
+
 }  // namespace
 
-void gemm_row_blocks_avx2(const GemmProblem& p, int64_t block_begin, int64_t block_end,
-                          float* wbuf) {
-  const int64_t panels = p.m_pad / kGemmPanel;
-  for (int64_t k0 = 0; k0 < p.k; k0 += kGemmDepth) {
-    const int64_t depth = std::min(kGemmDepth, p.k - k0);
-    const bool accumulate = k0 > 0;
-    for (int64_t blk = block_begin; blk < block_end; ++blk) {
-      const int64_t r0 = blk * kGemmRowBlock;
-      const int64_t rows = std::min(kGemmRowBlock, p.n - r0);
-      dequantize_rows(p, r0, rows, k0, depth, wbuf);
-      for (int64_t panel = 0; panel < panels; ++panel) {
-        const float* x = p.xt + panel * p.k * kGemmPanel + k0 * kGemmPanel;
-        for (int64_t t = 0; t < rows; t += kTileRows) {
-          const int64_t tr = std::min<int64_t>(kTileRows, rows - t);
-          kTiles[tr](wbuf + t * depth, depth, x, depth, p.yt + (r0 + t) * p.m_pad + panel * 16,
-                     p.m_pad, accumulate);
-        }
-      }
-    }
-  }
-}
+constinit const GemmKernels kGemmF32Avx2{
+    "f32-avx2", 4, 4, kTileRows, 1, pack_x_panel_f32, dequantize_rows, run_tile};
 
 }  // namespace qvl::ops::kernels

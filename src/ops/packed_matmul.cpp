@@ -16,6 +16,7 @@
 #include "ops/int8_gemm.h"
 #include "ops/matmul.h"
 #include "ops/packed_gemv.h"
+#include "ops/packed_gemm.h"
 #include "ops/packed_kernels.h"
 #include "ops/packed_matrix.h"
 
@@ -100,71 +101,14 @@ Int8GemmKernel int8_kernel_for(IsaLevel isa) {
   return avx_vnni_usable() ? Int8GemmKernel::kAvxVnni : Int8GemmKernel::kAvx2;
 }
 
-// Grow-only GEMM scratch of the calling thread, so steady-state calls do not allocate.
-struct Scratch {
-  AlignedBuffer<float> gemm_xt, gemm_yt;
-};
-thread_local Scratch t_scratch;
-
-// Weight block scratch of each pool thread for the blocked GEMM.
-thread_local AlignedBuffer<float> t_gemm_weights;
-
-// m >= kGemmMinRows on AVX2 and up: the fp32 blocked GEMM of packed_gemm_avx2.cpp. Activations
-// stay fp32 here (no int8 rounding) because the dequantized weights are exact in fp32.
-void gemm(const float* x, int64_t m, const PackedMatrix& w, const float* bias, float* y) {
-  using kernels::kGemmPanel;
-  const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
-  const int64_t m_pad = (m + kGemmPanel - 1) / kGemmPanel * kGemmPanel;
-  const int64_t panels = m_pad / kGemmPanel;
-  const int64_t blocks = (n + kernels::kGemmRowBlock - 1) / kernels::kGemmRowBlock;
-  t_scratch.gemm_xt.resize(static_cast<size_t>(m_pad * k));
-  t_scratch.gemm_yt.resize(static_cast<size_t>(n * m_pad));
-  float* const xt = t_scratch.gemm_xt.data();
-  float* const yt = t_scratch.gemm_yt.data();
-  ThreadPool& pool = ThreadPool::global();
-  pool.parallel_for(static_cast<size_t>(panels), [&](size_t p0, size_t p1) {
-    for (auto p = static_cast<int64_t>(p0); p < static_cast<int64_t>(p1); ++p) {
-      float* dst = xt + p * k * kGemmPanel;
-      for (int64_t j = 0; j < kGemmPanel; ++j) {
-        const int64_t row = p * kGemmPanel + j;
-        if (row >= m) {
-          for (int64_t c = 0; c < k; ++c) dst[c * kGemmPanel + j] = 0.0f;
-          continue;
-        }
-        const float* src = x + row * k;
-        for (int64_t c = 0; c < k; ++c) dst[c * kGemmPanel + j] = src[c];
-      }
-    }
-  });
-  const kernels::GemmProblem problem{w.type() == QuantType::kBF16 ? kernels::GemmType::kBF16
-                                     : w.type() == QuantType::kQ8 ? kernels::GemmType::kQ8
-                                                                  : kernels::GemmType::kQ4,
-                                     static_cast<const uint8_t*>(w.bytes()),
-                                     static_cast<int64_t>(packed_size_bytes(w.type(), kRows, k)),
-                                     w.type() == QuantType::kBF16 ? 0 : nb * kernels::kScaleBytes,
-                                     n,
-                                     k,
-                                     m_pad,
-                                     xt,
-                                     yt};
-  pool.parallel_for(static_cast<size_t>(blocks), [&](size_t b0, size_t b1) {
-    t_gemm_weights.resize(static_cast<size_t>(kernels::kGemmRowBlock * kernels::kGemmDepth));
-    kernels::gemm_row_blocks_avx2(problem, static_cast<int64_t>(b0), static_cast<int64_t>(b1),
-                                  t_gemm_weights.data());
-  });
-  // Back to [m, n] with the bias, 64 output columns at a time so the yt lines stay in L1.
-  constexpr int64_t kCols64 = 64;
-  pool.parallel_for(static_cast<size_t>((n + kCols64 - 1) / kCols64), [&](size_t c0, size_t c1) {
-    for (auto c = static_cast<int64_t>(c0); c < static_cast<int64_t>(c1); ++c) {
-      const int64_t r0 = c * kCols64, r1 = std::min(n, r0 + kCols64);
-      for (int64_t i = 0; i < m; ++i) {
-        float* yi = y + i * n;
-        for (int64_t r = r0; r < r1; ++r) {
-          yi[r] = yt[r * m_pad + i] + (bias ? bias[r] : 0.0f);
-        }
-      }
-    }
-  });
+// m >= kGemmMinRows on AVX2 and up with fp32 activations: the blocked GEMM (packed_gemm.h).
+// Activations stay fp32 (no int8 rounding: the dequantized weights are exact in fp32), except
+// that bf16 weights on AVX-512 multiply bf16-rounded activations with vdpbf16ps (fp32 sums).
+const kernels::GemmKernels& gemm_kernels_for(IsaLevel isa, QuantType type) {
+  if (isa == IsaLevel::kAvx512) {
+    return type == QuantType::kBF16 ? kernels::kGemmBf16Avx512 : kernels::kGemmF32Avx512;
+  }
+  return kernels::kGemmF32Avx2;
 }
 
 void matmul_on(IsaLevel isa, GemmActivations act, const float* x, int64_t m, const PackedMatrix& w,
@@ -173,7 +117,7 @@ void matmul_on(IsaLevel isa, GemmActivations act, const float* x, int64_t m, con
     if (act == GemmActivations::kInt8 && w.type() != QuantType::kBF16) {
       int8_gemm(int8_kernel_for(isa), x, m, w, bias, y);
     } else {
-      gemm(x, m, w, bias, y);
+      kernels::gemm(gemm_kernels_for(isa, w.type()), x, m, w, bias, y);
     }
     return;
   }
@@ -185,8 +129,9 @@ void matmul_on(IsaLevel isa, GemmActivations act, const float* x, int64_t m, con
 // so before first use they are compared with the scalar ones on a small problem; a mismatch is a
 // bug, reported once, and matmul then uses the level below rather than compute garbage.
 bool kernels_agree_with_scalar(IsaLevel isa) {
-  // Row counts that reach the GEMM, the multi-row kernels and the GEMV.
-  const int64_t n = 42, k = 288, row_counts[] = {kernels::kGemmMinRows + 3, 5, 1};
+  // Row counts that reach the GEMM (3 panels: full and partial register tiles, a padded panel),
+  // the multi-row kernels and the GEMV; k = 288 leaves a short depth block, n = 42 a short tile.
+  const int64_t n = 42, k = 288, row_counts[] = {2 * kernels::kGemmMinRows + 3, 5, 1};
   const int64_t m = row_counts[0] + row_counts[1] + row_counts[2];
   std::mt19937 rng(1);
   std::normal_distribution<float> dist(0.0f, 1.0f);

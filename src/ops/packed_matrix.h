@@ -23,8 +23,10 @@
 // an int8 GEMM by default (x quantized exactly as below, weights repacked per cache block, see
 // int8_gemm.h); kBF16 (and kQ8/kQ4 with GemmActivations::kF32) a blocked GEMM that dequantizes
 // weight blocks to fp32 (exact: bf16 widens, scale * q is exact in fp32) and multiplies them with
-// fp32 activations, so its only error is the weights' own plus fp32 accumulation. Below that
-// (decode GEMV, small batches, the scalar fallback): kBF16 uses fp32
+// fp32 activations, so its only error is the weights' own plus fp32 accumulation; except kBF16 on
+// AVX-512, where it rounds x to bf16 for vdpbf16ps (products exact, fp32 sums: relative error
+// <= 2^-8 per activation). Below that (decode GEMV, small batches, the scalar fallback): kBF16
+// uses fp32
 // activations on the scalar and AVX2 paths and rounds them to bf16 for vdpbf16ps on AVX-512
 // (products then accumulate in fp32). kQ8/kQ4 quantize each activation block of 32 to int8
 // (symmetric, scale absmax / 127, round to nearest even) and take integer block dot products (q8
@@ -37,7 +39,8 @@
 // block; 1 < m < 16 takes each group's whole row against up to 3 rows of x at once, unpacking a
 // tile once for all of them. Both do the same arithmetic per (x row, group), so a row's result
 // does not depend on the batch below 16 rows (bit for bit). m >= 16 uses a GEMM (int8 for q8/q4:
-// int8_gemm.cpp; fp32: 6 weight rows x 16 x rows register tile, see packed_gemm_avx2.cpp). The
+// int8_gemm.cpp; fp32/bf16: register tiles of 6 weight rows x 16 x rows on AVX2, 12 x 32 on
+// AVX-512, see packed_gemm.h). The
 // first use of each SIMD level is checked against the scalar kernels (see best_isa).
 #pragma once
 

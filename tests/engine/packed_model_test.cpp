@@ -23,10 +23,12 @@ std::string temp_path(const std::string& name) {
   return dir + "/" + name;
 }
 
-std::unique_ptr<Engine> load(const std::string& model, const std::string& quant) {
+std::unique_ptr<Engine> load(const std::string& model, const std::string& quant,
+                             const std::string& vision_quant = "") {
   EngineOptions o;
   o.model_dir = model;
   o.quant = quant;
+  o.vision_quant = vision_quant;
   return Engine::load(o);
 }
 
@@ -109,7 +111,33 @@ TEST(PackedModel, OtherLmHeadThanStoredIsAClearError) {
   EXPECT_EQ(load_model(kTiny, "q4", "q4")->text_weights.lm_head.type(), ops::QuantType::kQ4);
 }
 
+TEST(PackedModel, Q8VisionFileAnswersAsTheFolder) {
+  const std::string file = temp_path("tiny-q8-vq8.qvl");
+  quantize_model_folder(kTiny, "q8", file, "q8");
+  const auto from_folder = load(kTiny, "q8", "q8");
+  const auto from_file = load(file, "");
+  EXPECT_EQ(from_file->info().vision_weights, "q8");
+  EXPECT_EQ(from_folder->info().vision_weights, "q8");
+  EXPECT_EQ(load(kTiny, "q8")->info().vision_weights, "bf16");  // the default
+  const GenerationRequest image = requests()[1];
+  const Engine::ImageEmbeddings a = from_folder->embed_image(image.images[0]);
+  const Engine::ImageEmbeddings b = from_file->embed_image(image.images[0]);
+  EXPECT_GT(a.tokens, 0);
+  EXPECT_EQ(a.values, b.values);  // bit-identical vision output
+  const GenerationResult ga = from_folder->generate(image);
+  const GenerationResult gb = from_file->generate(image);
+  EXPECT_EQ(gb.completion_ids, ga.completion_ids);
+  try {
+    load(file, "", "bf16");
+    ADD_FAILURE() << "a q8-vision file loaded as bf16 vision";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("q8 vision tower"), std::string::npos) << e.what();
+  }
+}
+
 TEST(PackedModel, QuantizeRejectsBadInput) {
+  EXPECT_THROW(quantize_model_folder(kTiny, "q8", temp_path("x.qvl"), "q4"), Error);
   EXPECT_THROW(quantize_model_folder(kTiny, "exact", temp_path("x.qvl")), Error);
   EXPECT_THROW(quantize_model_folder(kTiny, "q5", temp_path("x.qvl")), Error);
   EXPECT_THROW(quantize_model_folder(temp_path(""), "q4", temp_path("x.qvl")), Error);

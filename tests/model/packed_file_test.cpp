@@ -62,6 +62,10 @@ VisionOutput vision_output(const VisionConfig& c, const VisionWeights& w) {
   return VisionEncoder(c, w).encode(pixels.data(), gh, gw);
 }
 
+std::string file_vision_name(int block) {
+  return "model.visual.blocks." + std::to_string(block) + ".mlp.linear_fc1.weight";
+}
+
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
@@ -78,22 +82,24 @@ std::string untied_tiny(const std::string& dir) {
   return model;
 }
 
-void expect_same_model(const std::string& folder, const std::string& quant,
-                       const std::string& file) {
-  SCOPED_TRACE(folder + " " + quant);
+void expect_same_model(const std::string& folder, const std::string& quant, const std::string& file,
+                       const std::string& vision_quant = "") {
+  SCOPED_TRACE(folder + " " + quant + " vision " + vision_quant);
   const ModelConfig config = load_model_config(folder);
-  const WeightTypes types = weight_types_for(quant);
+  const WeightTypes types = weight_types_for(quant, "", vision_quant);
   const WeightStore folder_store = WeightStore::open_folder(folder);
   const TextWeights folder_text = load_text_weights(config, folder_store, types);
-  const VisionWeights folder_vision =
-      load_vision_weights(config.vision, folder_store, types.vision);
+  const VisionWeights folder_vision = load_vision_weights(config.vision, folder_store, types);
 
   const PackedModelFile packed = PackedModelFile::open(file);
   EXPECT_EQ(ops::quant_type_name(packed.quant()), quant);
+  EXPECT_EQ(packed.vision_quant(), ops::quant_type_name(types.vision));
   const TextWeights file_text =
       load_packed_text_weights(config, packed.store(), types, packed.lm_head_tied());
-  const VisionWeights file_vision =
-      load_vision_weights(config.vision, packed.store(), types.vision);
+  const VisionWeights file_vision = load_vision_weights(config.vision, packed.store(), types);
+  EXPECT_EQ(file_vision.blocks.at(0).fc1.weight.type(), types.vision);
+  EXPECT_EQ(file_vision.blocks.at(0).fc1.weight.bytes(),
+            packed.store().packed(file_vision_name(0))->bytes->data);  // used in place
   EXPECT_EQ(file_text.tied_lm_head, folder_text.tied_lm_head);
 
   // Packed matrices are views into the file's map, byte-identical to packing at load.
@@ -134,6 +140,18 @@ TEST(PackedFile, SameLogitsAndVisionAsPackingTheFolder) {
       expect_same_model(folder, quant, file);
     }
   }
+}
+
+TEST(PackedFile, Q8VisionSameAsPackingTheFolder) {
+  const std::string dir = fresh_dir();
+  const std::string file = dir + "/m-q8-vq8.qvl";
+  write_packed_model_file(kTiny, "q4", file, {}, "q8");
+  expect_same_model(kTiny, "q4", file, "q8");
+  // Loading it as bf16 vision is a clear error, not a silent repack.
+  const PackedModelFile packed = PackedModelFile::open(file);
+  EXPECT_THROW(
+      load_vision_weights(load_model_config(kTiny).vision, packed.store(), weight_types_for("q4")),
+      Error);
 }
 
 TEST(PackedFile, UntiedHeadReplacesTheStoredOne) {
