@@ -20,8 +20,8 @@ struct RunOptions {
   std::string messages_file;
   std::vector<std::string> images;
   int threads = 0;
-  std::string quant;    // empty: q8 for a folder, as stored for a pre-packed file
-  std::string lm_head;  // empty: the default for quant
+  std::string quant;         // empty: q8 for a folder, as stored for a pre-packed file
+  std::string lm_head;       // empty: the default for quant
   std::string vision_quant;  // empty: bf16 for a folder, as stored for a pre-packed file
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;

@@ -55,7 +55,7 @@ Tokenizer packed_tokenizer(const PackedModelFile& file) {
 
 std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std::string& quant,
                                               const std::string& lm_head,
-                                         const std::string& vision_quant) {
+                                              const std::string& vision_quant) {
   const Timer timer;
   PackedModelFile file = PackedModelFile::open(path);
   const std::string stored = ops::quant_type_name(file.quant());
@@ -127,7 +127,7 @@ std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std
 
 std::unique_ptr<LoadedModel> load_model(const std::string& path_in, const std::string& quant,
                                         const std::string& lm_head,
-                                         const std::string& vision_quant) {
+                                        const std::string& vision_quant) {
   std::string path = path_in;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   if (is_model_file(path)) return load_packed_file(path, quant, lm_head, vision_quant);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -154,9 +155,10 @@ void Scheduler::step(std::vector<Sequence*>& running) {
     }
   }
   const int64_t decode_rows = static_cast<int64_t>(batch_.size());
-  // A step with a prompt chunk counts as prefill (a benchmark runs one request at a time).
-  const profile::StageScope phase(prefill != nullptr ? profile::Phase::kPrefill
-                                                     : profile::Phase::kDecode);
+  // A step with a prompt chunk counts as prefill (a benchmark runs one request at a time); its
+  // phase ends with the forward, where the prompt's time is taken.
+  std::optional<profile::StageScope> phase;
+  phase.emplace(prefill != nullptr ? profile::Phase::kPrefill : profile::Phase::kDecode);
   int64_t chunk_begin = 0, chunk_end = 0;
   if (prefill != nullptr) {
     chunk_begin = prefill->prompt_done;
@@ -239,6 +241,7 @@ void Scheduler::step(std::vector<Sequence*>& running) {
                                       kBatchSizeBuckets, static_cast<double>(batch_.size()));
   }
   if (prefill != nullptr) {
+    phase.reset();
     prefill->prompt_done = chunk_end;
     if (prompt_completes) {
       prefill->result.stats.prompt_ms = prefill->prefill_timer.millis();

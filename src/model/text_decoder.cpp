@@ -103,8 +103,8 @@ void TextDecoder::attention_block(int64_t layer, const std::vector<BatchEntry>& 
   const TextLayerWeights& lw = w_.layers[layer];
   const int64_t hd = config_.head_dim, nh = config_.num_heads, nkv = config_.num_kv_heads;
   const int64_t n = segments_.empty() ? 0 : segments_.back().end;
-  matmul_segments(normed_.data(), {{&lw.q_proj, q_.data()}, {&lw.k_proj, k_.data()},
-                                   {&lw.v_proj, v_.data()}});
+  matmul_segments(normed_.data(),
+                  {{&lw.q_proj, q_.data()}, {&lw.k_proj, k_.data()}, {&lw.v_proj, v_.data()}});
   // Per-head RMSNorm on q and k, then rotary, then keys/values go into the cache.
   ops::rms_norm(q_.data(), lw.q_norm.data(), config_.rms_norm_eps, n * nh, hd, q_.data());
   ops::rms_norm(k_.data(), lw.k_norm.data(), config_.rms_norm_eps, n * nkv, hd, k_.data());

@@ -15,8 +15,8 @@
 #include "base/thread_pool.h"
 #include "ops/int8_gemm.h"
 #include "ops/matmul.h"
-#include "ops/packed_gemv.h"
 #include "ops/packed_gemm.h"
+#include "ops/packed_gemv.h"
 #include "ops/packed_kernels.h"
 #include "ops/packed_matrix.h"
 
