@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <latch>
 #include <memory>
 #include <thread>
 
@@ -76,8 +77,10 @@ std::vector<GenerationResult> run_together(Engine& engine,
   std::vector<GenerationResult> results(requests.size());
   std::vector<std::exception_ptr> errors(requests.size());
   std::vector<std::thread> threads;
+  std::latch start(static_cast<std::ptrdiff_t>(requests.size()));  // submit together
   for (size_t i = 0; i < requests.size(); ++i) {
     threads.emplace_back([&, i] {
+      start.arrive_and_wait();
       try {
         results[i] = engine.generate(requests[i]);
       } catch (...) {
