@@ -29,8 +29,16 @@ const std::vector<double> kLatencyBuckets = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 const std::vector<double> kFastBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                           1,     2.5,  5,     10,   30,  60};
 
-void engine_histogram(std::string& out, const std::string& name, const std::vector<double>& bounds,
-                      const std::vector<uint64_t>& counts, double sum) {
+// A metric with one sample: its HELP/TYPE header and value.
+void metric(std::string& out, const std::string& name, const char* type, const char* help,
+            double value) {
+  header(out, name, type, help);
+  sample(out, name, value);
+}
+
+// _bucket (cumulative), _sum and _count lines from per-bucket counts (the last is +Inf).
+void render_buckets(std::string& out, const std::string& name, const std::vector<double>& bounds,
+                    const std::vector<uint64_t>& counts, double sum) {
   uint64_t cumulative = 0;
   for (size_t i = 0; i < bounds.size() && i < counts.size(); ++i) {
     cumulative += counts[i];
@@ -44,44 +52,38 @@ void engine_histogram(std::string& out, const std::string& name, const std::vect
 
 void render_engine(std::string& out, const EngineStats& e) {
   const auto d = [](auto v) { return static_cast<double>(v); };
-  header(
-      out, "qvl_prefix_cache_hit_tokens_total", "counter",
-      "Prompt positions whose keys/values came from the prefix cache instead of being computed.");
-  sample(out, "qvl_prefix_cache_hit_tokens_total", d(e.prefix_hit_tokens));
-  header(out, "qvl_prefix_cache_lookup_tokens_total", "counter",
-         "Prompt positions looked up in the prefix cache.");
-  sample(out, "qvl_prefix_cache_lookup_tokens_total", d(e.prefix_lookup_tokens));
-  header(out, "qvl_image_cache_hits_total", "counter", "Images whose vision features were cached.");
-  sample(out, "qvl_image_cache_hits_total", d(e.image_cache_hits));
-  header(out, "qvl_image_cache_misses_total", "counter", "Images run through the vision tower.");
-  sample(out, "qvl_image_cache_misses_total", d(e.image_cache_misses));
-  header(out, "qvl_image_cache_evictions_total", "counter", "Images dropped from the cache.");
-  sample(out, "qvl_image_cache_evictions_total", d(e.image_cache_evictions));
-  header(out, "qvl_image_cache_bytes", "gauge", "Bytes of cached vision features.");
-  sample(out, "qvl_image_cache_bytes", d(e.image_cache_bytes));
-  header(out, "qvl_kv_blocks_total", "gauge", "KV cache pages in the pool.");
-  sample(out, "qvl_kv_blocks_total", d(e.kv_pages_total));
-  header(out, "qvl_kv_blocks_used", "gauge", "KV cache pages held by running requests.");
-  sample(out, "qvl_kv_blocks_used", d(e.kv_pages_used));
-  header(out, "qvl_kv_blocks_cached", "gauge", "Idle KV cache pages holding reusable prefixes.");
-  sample(out, "qvl_kv_blocks_cached", d(e.kv_pages_cached));
-  header(out, "qvl_kv_blocks_free", "gauge", "KV cache pages never used or released empty.");
-  sample(out, "qvl_kv_blocks_free", d(e.kv_pages_total - e.kv_pages_used - e.kv_pages_cached));
-  header(out, "qvl_kv_evictions_total", "counter", "Cached KV pages reused for other content.");
-  sample(out, "qvl_kv_evictions_total", d(e.kv_evictions));
-  header(out, "qvl_scheduler_steps_total", "counter", "Batched model steps.");
-  sample(out, "qvl_scheduler_steps_total", d(e.steps));
-  header(out, "qvl_scheduler_running", "gauge", "Requests in the running batch.");
-  sample(out, "qvl_scheduler_running", d(e.running));
-  header(out, "qvl_scheduler_waiting", "gauge", "Requests waiting for KV cache room.");
-  sample(out, "qvl_scheduler_waiting", d(e.waiting));
+  metric(out, "qvl_prefix_cache_hit_tokens_total", "counter",
+         "Prompt positions whose keys/values came from the prefix cache instead of being computed.",
+         d(e.prefix_hit_tokens));
+  metric(out, "qvl_prefix_cache_lookup_tokens_total", "counter",
+         "Prompt positions looked up in the prefix cache.", d(e.prefix_lookup_tokens));
+  metric(out, "qvl_image_cache_hits_total", "counter", "Images whose vision features were cached.",
+         d(e.image_cache_hits));
+  metric(out, "qvl_image_cache_misses_total", "counter", "Images run through the vision tower.",
+         d(e.image_cache_misses));
+  metric(out, "qvl_image_cache_evictions_total", "counter", "Images dropped from the cache.",
+         d(e.image_cache_evictions));
+  metric(out, "qvl_image_cache_bytes", "gauge", "Bytes of cached vision features.",
+         d(e.image_cache_bytes));
+  metric(out, "qvl_kv_blocks_total", "gauge", "KV cache pages in the pool.", d(e.kv_pages_total));
+  metric(out, "qvl_kv_blocks_used", "gauge", "KV cache pages held by running requests.",
+         d(e.kv_pages_used));
+  metric(out, "qvl_kv_blocks_cached", "gauge", "Idle KV cache pages holding reusable prefixes.",
+         d(e.kv_pages_cached));
+  metric(out, "qvl_kv_blocks_free", "gauge", "KV cache pages never used or released empty.",
+         d(e.kv_pages_total - e.kv_pages_used - e.kv_pages_cached));
+  metric(out, "qvl_kv_evictions_total", "counter", "Cached KV pages reused for other content.",
+         d(e.kv_evictions));
+  metric(out, "qvl_scheduler_steps_total", "counter", "Batched model steps.", d(e.steps));
+  metric(out, "qvl_scheduler_running", "gauge", "Requests in the running batch.", d(e.running));
+  metric(out, "qvl_scheduler_waiting", "gauge", "Requests waiting for KV cache room.",
+         d(e.waiting));
   header(out, "qvl_batch_size", "histogram", "Requests advanced by one model step.");
-  engine_histogram(out, "qvl_batch_size", e.batch_size_bounds, e.batch_size_counts,
-                   e.batch_size_sum);
+  render_buckets(out, "qvl_batch_size", e.batch_size_bounds, e.batch_size_counts, e.batch_size_sum);
   header(out, "qvl_queue_wait_seconds", "histogram",
          "Time from submission to the engine until a request joins the running batch.");
-  engine_histogram(out, "qvl_queue_wait_seconds", e.queue_wait_bounds, e.queue_wait_counts,
-                   e.queue_wait_sum);
+  render_buckets(out, "qvl_queue_wait_seconds", e.queue_wait_bounds, e.queue_wait_counts,
+                 e.queue_wait_sum);
 }
 
 }  // namespace
@@ -98,14 +100,7 @@ void Histogram::observe(double value) {
 }
 
 void Histogram::render(const std::string& name, std::string& out) const {
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i < bounds_.size(); ++i) {
-    cumulative += counts_[i];
-    out += name + "_bucket{le=\"" + number(bounds_[i]) + "\"} " + std::to_string(cumulative) + "\n";
-  }
-  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(count_) + "\n";
-  out += name + "_sum " + number(sum_) + "\n";
-  out += name + "_count " + std::to_string(count_) + "\n";
+  render_buckets(out, name, bounds_, counts_, sum_);
 }
 
 Metrics::Metrics()
