@@ -67,10 +67,46 @@ struct ContentPart {
   int image_index = -1;
 };
 
+// A function call the model made (parsed from its answer) or makes in the history.
+struct ToolCall {
+  std::string id;  // "call_..."
+  std::string name;
+  std::string arguments;  // JSON text
+  // The history gave arguments as a JSON value rather than a string: the chat template shows
+  // them through its tojson filter (Python's json.dumps spacing) instead of verbatim.
+  bool arguments_are_value = false;
+};
+
 struct Message {
+  Message() = default;
+  // {role, content_is_string, parts}: the common case, without tool fields.
+  Message(std::string role_, bool content_is_string_, std::vector<ContentPart> parts_)
+      : role(std::move(role_)), content_is_string(content_is_string_), parts(std::move(parts_)) {}
+
   std::string role;  // system, user, assistant (tool is rendered as the template does)
   bool content_is_string = true;
   std::vector<ContentPart> parts;  // a string content is one text part
+  std::vector<ToolCall> tool_calls;  // assistant messages of the history
+  std::string tool_call_id;          // tool messages (the chat template does not show it)
+};
+
+// A function the model may call (an OpenAI "tools" entry of type "function").
+struct ToolDefinition {
+  std::string name;
+  std::string json;        // the whole tools entry as JSON text, shown to the model in the prompt
+  std::string parameters;  // JSON Schema of the arguments as JSON text; empty = any object
+};
+
+// Constrained decoding: what every answer must be. The engine masks, at each step, the tokens
+// that would leave the grammar, and allows the end of the answer only when it is complete.
+struct OutputConstraint {
+  enum class Kind { kNone, kJsonObject, kJsonSchema, kToolCalls };
+  Kind kind = Kind::kNone;
+  std::string json_schema;  // kJsonSchema: the schema as JSON text (subset: README)
+  // kToolCalls: one to max_tool_calls calls, in the model's <tool_call> format, of these tools
+  // of GenerationRequest::tools (every tool when empty), with arguments matching their schemas.
+  std::vector<std::string> tool_names;
+  int max_tool_calls = 8;
 };
 
 struct ImageInput {
@@ -83,7 +119,14 @@ struct GenerationRequest {
   std::vector<Message> messages;
   std::vector<ImageInput> images;
   SamplingParams sampling;
+  std::vector<ToolDefinition> tools;  // rendered into the prompt as the chat template does
+  OutputConstraint constraint;
 };
+
+// Throws qvl::Error(kInvalidArgument) when request.constraint cannot be enforced: a schema that
+// is not JSON, an unsupported keyword (the message names it and where it is), a tool name that
+// is not among request.tools. generate() checks the same; this lets a caller answer early.
+void validate_output_constraint(const GenerationRequest& request);
 
 enum class FinishReason { kStop, kLength, kCancelled };
 
@@ -97,6 +140,7 @@ struct GenerationStats {
   double decode_ms = 0;  // token generation after the first token
   double ttft_ms = 0;    // from the call to the first generated token
   double total_ms = 0;
+  double constraint_ms = 0;  // computing token masks for OutputConstraint (all steps)
 };
 
 struct GenerationResult {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/mapped_file.h"
 #include "cli/conversation.h"
 #include "cli/sampling_flags.h"
 #include "hub/model_pull.h"
@@ -27,6 +28,8 @@ struct RunOptions {
   int64_t image_max_tokens = 0;
   bool json = false;
   bool offline = false;
+  std::string json_schema_file;  // constrained decoding: answers match this JSON Schema
+  bool json_object = false;      // constrained decoding: answers are a JSON object
   SamplingFlags sampling;
 };
 
@@ -49,6 +52,9 @@ void run(const RunOptions& o) {
   if (!o.messages_file.empty() && (!o.prompt.empty() || !o.images.empty())) {
     fail(ErrorCode::kInvalidArgument, "--messages cannot be combined with a prompt or --image");
   }
+  if (!o.json_schema_file.empty() && o.json_object) {
+    fail(ErrorCode::kInvalidArgument, "give --json-schema or --json-object, not both");
+  }
   EngineOptions eo;
   hub::ResolveOptions resolve;
   resolve.offline = o.offline;
@@ -65,6 +71,12 @@ void run(const RunOptions& o) {
           ? request_from_question(o.prompt, o.images, o.system, eo.max_image_bytes)
           : request_from_messages_file(o.messages_file, eo.max_image_bytes);
   req.sampling = o.sampling.resolve(engine->info().default_sampling);
+  if (!o.json_schema_file.empty()) {
+    req.constraint.kind = OutputConstraint::Kind::kJsonSchema;
+    req.constraint.json_schema = read_text_file(o.json_schema_file);
+  } else if (o.json_object) {
+    req.constraint.kind = OutputConstraint::Kind::kJsonObject;
+  }
 
   TextCallback stream;
   if (!o.json) {
@@ -98,7 +110,8 @@ void run(const RunOptions& o) {
                   {"prompt_ms", r.stats.prompt_ms},
                   {"decode_ms", r.stats.decode_ms},
                   {"ttft_ms", r.stats.ttft_ms},
-                  {"total_ms", r.stats.total_ms}};
+                  {"total_ms", r.stats.total_ms},
+                  {"constraint_ms", r.stats.constraint_ms}};
   // Invalid UTF-8 cannot occur (the detokenizer emits whole characters), but never throw here.
   std::puts(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
@@ -138,6 +151,11 @@ void add_run_command(CLI::App& app) {
                   "Most tokens per image (default 1024)");
   cmd->add_flag("--json", opts->json,
                 "Print one JSON object (ids, text, timings) instead of streaming");
+  cmd->add_option("--json-schema", opts->json_schema_file,
+                  "Constrained decoding: the answer is JSON matching this JSON Schema file "
+                  "(subset: see README)");
+  cmd->add_flag("--json-object", opts->json_object,
+                "Constrained decoding: the answer is a JSON object");
   opts->sampling.add_to(*cmd);
   cmd->callback([opts] { run(*opts); });
 }

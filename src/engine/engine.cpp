@@ -14,6 +14,7 @@
 #include "engine/kv_pool.h"
 #include "engine/loaded_model.h"
 #include "engine/model_cost.h"
+#include "engine/output_constraint.h"
 #include "engine/prompt.h"
 #include "engine/prompt_embeddings.h"
 #include "engine/sampler.h"
@@ -142,6 +143,13 @@ class EngineImpl : public Engine {
   EncodedImages encode_images(const GenerationRequest& request, const std::vector<int>& order,
                               const std::atomic<bool>* cancel);
   EngineStats stats() const override;
+  std::shared_ptr<const ConstraintVocabulary> constraint_vocabulary() {
+    std::call_once(vocabulary_once_, [&] {
+      vocabulary_ = std::make_shared<const ConstraintVocabulary>(model_->tokenizer,
+                                                                 model_->config.text.vocab_size);
+    });
+    return vocabulary_;
+  }
 
   EngineOptions options_;
   std::unique_ptr<LoadedModel> model_;
@@ -152,6 +160,8 @@ class EngineImpl : public Engine {
   TurnLock turn_;  // the decoder and vision tower run one step at a time
   ImageFeatureCache image_cache_;
   KVPool pool_;
+  std::once_flag vocabulary_once_;
+  std::shared_ptr<const ConstraintVocabulary> vocabulary_;  // built on the first constrained request
   Scheduler scheduler_;  // last: its thread stops before the rest goes
 };
 
@@ -230,7 +240,11 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
     result.stats.image_tokens += f->vision.tokens;
   }
 
-  const std::string prompt_text = render_prompt(request.messages);
+  if (auto grammar = compile_output_constraint(request)) {
+    seq.constraint = std::make_unique<TokenConstraint>(std::move(grammar), constraint_vocabulary(),
+                                                       model_->generation.eos_token_ids);
+  }
+  const std::string prompt_text = render_prompt(request.messages, request.tools);
   result.prompt_ids = prompt_token_ids(model_->tokenizer, cfg, prompt_text, image_tokens);
   const auto& ids = result.prompt_ids;
   const int64_t n = static_cast<int64_t>(ids.size());
@@ -307,7 +321,8 @@ ScoreResult EngineImpl::score(const GenerationRequest& request,
   std::vector<int64_t> image_tokens;
   for (const auto& f : images) image_tokens.push_back(f->vision.tokens);
   const std::vector<int64_t> ids = prompt_token_ids(model_->tokenizer, model_->config,
-                                                    render_prompt(request.messages), image_tokens);
+                                                    render_prompt(request.messages, request.tools),
+                                                    image_tokens);
   std::lock_guard<TurnLock> turn(turn_);
   return score_continuation(decoder_, model_->config, ids, images, continuation,
                             info_.context_length, on_logits);

@@ -1,5 +1,7 @@
 #include "engine/prompt.h"
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
 #include "tokenizer/chat_format.h"
 
@@ -13,7 +15,8 @@ std::vector<int> image_order(const std::vector<Message>& messages) {
   return order;
 }
 
-std::string render_prompt(const std::vector<Message>& messages) {
+std::string render_prompt(const std::vector<Message>& messages,
+                          const std::vector<ToolDefinition>& tools) {
   std::vector<ChatMessage> chat;
   for (const auto& m : messages) {
     if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool") {
@@ -30,9 +33,31 @@ std::string render_prompt(const std::vector<Message>& messages) {
       part.text = p.text;
       c.parts.push_back(std::move(part));
     }
+    for (const ToolCall& call : m.tool_calls) {
+      std::string arguments = call.arguments;
+      if (call.arguments_are_value) {
+        const auto value = nlohmann::ordered_json::parse(call.arguments, nullptr, false);
+        if (value.is_discarded()) {
+          fail(ErrorCode::kInvalidArgument, "tool call arguments of " + call.name +
+                                                " are not valid JSON");
+        }
+        arguments = render_tool_json(value);
+      }
+      c.tool_calls.push_back({call.name, arguments});
+    }
     chat.push_back(std::move(c));
   }
-  return render_chat(chat, /*add_generation_prompt=*/true);
+  ChatRenderOptions options;
+  for (const ToolDefinition& tool : tools) {
+    nlohmann::ordered_json value;
+    try {
+      value = nlohmann::ordered_json::parse(tool.json);
+    } catch (const nlohmann::ordered_json::exception& e) {
+      fail(ErrorCode::kInvalidArgument, "tool " + tool.name + " is not valid JSON: " + e.what());
+    }
+    options.tools.push_back(render_tool_json(value));
+  }
+  return render_chat(chat, options);
 }
 
 std::vector<int64_t> prompt_token_ids(const Tokenizer& tokenizer, const ModelConfig& config,

@@ -12,8 +12,11 @@
 
 namespace qvl {
 
-// The chat template's text (with one <|image_pad|> per image part), generation prompt added.
-std::string render_prompt(const std::vector<Message>& messages);
+// The chat template's text (with one <|image_pad|> per image part), generation prompt added;
+// with tools, the template's tools header (each tool rendered as its `tojson` filter does) and
+// the history's tool calls and tool results.
+std::string render_prompt(const std::vector<Message>& messages,
+                          const std::vector<ToolDefinition>& tools = {});
 
 // Token ids with image pads expanded: image k (in order of appearance) gets image_tokens[k]
 // pads. Throws if the number of image parts differs from image_tokens.size(), including when

@@ -255,12 +255,16 @@ void Scheduler::step(std::vector<Sequence*>& running) {
   retire(running);
 }
 
-void Scheduler::advance(Sequence& s, const float* logits) {
+void Scheduler::advance(Sequence& s, float* logits) {
   GenerationResult& r = s.result;
   try {
     int64_t token = 0;
     {
       const profile::StageScope stage(profile::Work::kSampler);
+      if (s.constraint) {
+        const int64_t left = s.max_new - static_cast<int64_t>(r.completion_ids.size());
+        s.constraint->mask(logits, config_.text.vocab_size, left);
+      }
       token = s.sampler.sample(logits, config_.text.vocab_size, r.prompt_ids, r.completion_ids);
     }
     if (r.completion_ids.empty()) r.stats.ttft_ms = s.started.millis();
@@ -270,12 +274,13 @@ void Scheduler::advance(Sequence& s, const float* logits) {
       return;
     }
     r.completion_ids.push_back(token);
+    if (s.constraint) s.constraint->accept(token);
     const StopMatcher::Result m = s.stops.feed(s.detok.push(static_cast<int32_t>(token)));
     if (!m.text.empty()) {
       r.text += m.text;
       if (s.on_text && !s.on_text(m.text)) s.callback_stopped = true;
     }
-    if (m.stopped) {
+    if (m.stopped || (s.constraint && s.constraint->finished())) {
       finish(s, FinishReason::kStop);
     } else if (s.callback_stopped ||
                (s.cancel != nullptr && s.cancel->load(std::memory_order_relaxed))) {
@@ -304,6 +309,7 @@ void Scheduler::finish(Sequence& s, FinishReason reason) {
     }
   }
   r.stats.completion_tokens = static_cast<int64_t>(r.completion_ids.size());
+  if (s.constraint) r.stats.constraint_ms = s.constraint->mask_ms();
   r.stats.decode_ms = s.decode_timer.millis();
   r.stats.total_ms = s.started.millis();
   if (s.kv) s.kv->release();

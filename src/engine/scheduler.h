@@ -64,7 +64,7 @@ class Scheduler {
   void admit(std::vector<Sequence*>& running);
   void step(std::vector<Sequence*>& running);
   // Samples the next token from logits and emits text; may finish the sequence.
-  void advance(Sequence& s, const float* logits);
+  void advance(Sequence& s, float* logits);  // logits may be masked in place
   void finish(Sequence& s, FinishReason reason);
   // Removes ended sequences from `running` and hands them back to their callers (the last time
   // the scheduler touches them).

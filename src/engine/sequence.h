@@ -11,6 +11,7 @@
 
 #include "base/timer.h"
 #include "engine/kv_pool.h"
+#include "engine/output_constraint.h"
 #include "engine/prompt_embeddings.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
@@ -45,6 +46,7 @@ struct Sequence {
   Timer prefill_timer, decode_timer;
 
   Sampler sampler;
+  std::unique_ptr<TokenConstraint> constraint;  // constrained decoding, when asked for
   StopMatcher stops;
   IncrementalDecoder detok;
   GenerationResult result;

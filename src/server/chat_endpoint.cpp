@@ -7,6 +7,7 @@
 #include "server/generation_job.h"
 #include "server/openai_format.h"
 #include "server/server.h"
+#include "server/tool_calls.h"
 
 namespace qvl::server {
 
@@ -18,6 +19,7 @@ struct Server::ChatContext {
   Clock::time_point job_started;
   CompletionIdentity identity;
   bool include_usage = false;
+  bool parse_tool_calls = false;
   double timeout_seconds = 0;
   // Destroyed bottom-up: the watch ends before the job it points into, the slot frees last.
   Admission::Slot slot;
@@ -106,6 +108,7 @@ void Server::handle_chat(const httplib::Request& req, httplib::Response& res) {
   context->received = received;
   context->identity = new_completion_identity(model_id());
   context->include_usage = chat.include_usage;
+  context->parse_tool_calls = chat.parse_tool_calls;
   context->timeout_seconds = options_.request_timeout_seconds;
 
   const auto outcome = admission_.enter(context->slot, [&] {
@@ -147,7 +150,7 @@ void Server::finish_chat(const std::shared_ptr<ChatContext>& context, httplib::R
   }
   record_chat_end(*context, 200);
   res.status = 200;
-  res.set_content(completion_json(context->identity, job.result())
+  res.set_content(completion_json(context->identity, job.result(), context->parse_tool_calls)
                       .dump(-1, ' ', false, json::error_handler_t::replace),
                   "application/json");
 }
@@ -168,13 +171,22 @@ void Server::stream_chat(const std::shared_ptr<ChatContext>& context, httplib::R
     };
     bool connected =
         send(sse_event(chunk_json(id, {{"role", "assistant"}, {"content", ""}}, nullptr, usage)));
+    ToolCallStream tools;  // with tools, <tool_call> blocks go out as tool_calls deltas
+    auto send_text = [&](const std::string& text, bool end) {
+      if (!context->parse_tool_calls) {
+        return text.empty() || send(sse_event(chunk_json(id, {{"content", text}}, nullptr, usage)));
+      }
+      for (const json& delta : end ? tools.finish() : tools.feed(text)) {
+        if (!send(sse_event(chunk_json(id, delta, nullptr, usage)))) return false;
+      }
+      return true;
+    };
     while (connected) {
       GenerationJob::Progress progress = job.wait(std::chrono::milliseconds(200));
-      if (!progress.text.empty()) {
-        connected = send(sse_event(chunk_json(id, {{"content", progress.text}}, nullptr, usage)));
-      }
+      if (!progress.text.empty()) connected = send_text(progress.text, false);
       if (progress.finished) break;
     }
+    if (connected) connected = send_text("", true);
     if (!connected) {
       job.wait_finished();
       record_chat_end(*context, 499);
@@ -186,7 +198,9 @@ void Server::stream_chat(const std::shared_ptr<ChatContext>& context, httplib::R
       record_chat_end(*context, failure->status());
     } else {
       const GenerationResult& result = job.result();
-      send(sse_event(chunk_json(id, json::object(), finish_reason_name(result.finish), usage)));
+      const bool called = tools.any_calls() && result.finish == FinishReason::kStop;
+      send(sse_event(chunk_json(id, json::object(),
+                                called ? "tool_calls" : finish_reason_name(result.finish), usage)));
       if (usage) send(sse_event(usage_chunk_json(id, result.stats)));
       send(sse_done());
       record_chat_end(*context, 200);

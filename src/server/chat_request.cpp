@@ -5,6 +5,7 @@
 
 #include "server/api_error.h"
 #include "server/data_uri.h"
+#include "server/structured_output.h"
 
 namespace qvl::server {
 namespace {
@@ -185,6 +186,7 @@ class MessageParser {
     } else {
       fail_type(content_param, "a string or an array of content parts", *content);
     }
+    parse_message_tool_fields(value, param, message);
     return message;
   }
 
@@ -388,6 +390,7 @@ ChatRequest parse_chat_request(std::string_view body, const ModelInfo& model,
   }
   sampling.stop = read_stop(request, limits);
   sampling.ignore_eos = false;
+  parse_structured_output(body, request, out);
   return out;
 }
 

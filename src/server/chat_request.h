@@ -45,6 +45,7 @@ struct ChatRequest {
   bool stream = false;
   bool include_usage = false;
   std::vector<RemoteImage> remote_images;
+  bool parse_tool_calls = false;  // tools offered (tool_choice not "none"): answers may call them
 };
 
 ChatRequest parse_chat_request(std::string_view body, const ModelInfo& model,

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <random>
 
+#include "server/tool_calls.h"
+
 namespace qvl::server {
 namespace {
 
@@ -51,15 +53,26 @@ json timings_json(const GenerationStats& stats) {
           // The first token comes from the prefill, so decode speed counts the others.
           {"completion_tokens_per_second",
            per_second(std::max<int64_t>(stats.completion_tokens - 1, 0), stats.decode_ms)},
-          {"total_ms", stats.total_ms}};
+          {"total_ms", stats.total_ms},
+          {"constraint_ms", stats.constraint_ms}};
 }
 
-json completion_json(const CompletionIdentity& identity, const GenerationResult& result) {
+json completion_json(const CompletionIdentity& identity, const GenerationResult& result,
+                     bool parse_tool_calls) {
   json message = {{"role", "assistant"}, {"content", result.text}, {"refusal", nullptr}};
+  const char* finish = finish_reason_name(result.finish);
+  if (parse_tool_calls) {
+    ParsedAnswer parsed = server::parse_tool_calls(result.text);
+    if (!parsed.calls.empty()) {
+      message["content"] = parsed.content.empty() ? json(nullptr) : json(parsed.content);
+      message["tool_calls"] = tool_calls_json(parsed.calls);
+      if (result.finish == FinishReason::kStop) finish = "tool_calls";
+    }
+  }
   json choice = {{"index", 0},
                  {"message", message},
                  {"logprobs", nullptr},
-                 {"finish_reason", finish_reason_name(result.finish)}};
+                 {"finish_reason", finish}};
   return {{"id", identity.id},
           {"object", "chat.completion"},
           {"created", identity.created},

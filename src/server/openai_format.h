@@ -25,7 +25,10 @@ nlohmann::json usage_json(const GenerationStats& stats);
 // qvl's addition (llama.cpp has the same idea): where the time went.
 nlohmann::json timings_json(const GenerationStats& stats);
 
-nlohmann::json completion_json(const CompletionIdentity& identity, const GenerationResult& result);
+// With parse_tool_calls, <tool_call> blocks of the answer become message.tool_calls (content null
+// when nothing else was said) and a stop becomes finish_reason "tool_calls".
+nlohmann::json completion_json(const CompletionIdentity& identity, const GenerationResult& result,
+                               bool parse_tool_calls = false);
 
 // One chat.completion.chunk. `with_usage_field` adds "usage": null, as OpenAI does on every
 // chunk when stream_options.include_usage is set.

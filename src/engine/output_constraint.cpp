@@ -1,0 +1,123 @@
+#include "engine/output_constraint.h"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/timer.h"
+#include "grammar/schema_compiler.h"
+
+namespace qvl {
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json parse_schema(const std::string& text, const std::string& what) {
+  try {
+    return ordered_json::parse(text);
+  } catch (const ordered_json::exception& e) {
+    fail(ErrorCode::kInvalidArgument, what + " is not valid JSON: " + e.what());
+  }
+}
+
+}  // namespace
+
+ConstraintVocabulary::ConstraintVocabulary(const Tokenizer& tokenizer, int64_t model_vocab)
+    : bytes_([&] {
+        std::vector<std::string> bytes(static_cast<size_t>(model_vocab));
+        const int32_t known = std::min<int64_t>(tokenizer.vocab_size(), model_vocab);
+        for (int32_t id = 0; id < known; ++id) {
+          if (!tokenizer.is_special_token(id)) bytes[id] = std::string(tokenizer.token_bytes(id));
+        }
+        return bytes;
+      }()),
+      trie_(bytes_) {}
+
+std::shared_ptr<const grammar::Grammar> compile_output_constraint(const GenerationRequest& request) {
+  const OutputConstraint& c = request.constraint;
+  switch (c.kind) {
+    case OutputConstraint::Kind::kNone:
+      return nullptr;
+    case OutputConstraint::Kind::kJsonObject:
+      return grammar::json_object_grammar();
+    case OutputConstraint::Kind::kJsonSchema:
+      return grammar::compile_json_schema(parse_schema(c.json_schema, "the JSON schema"));
+    case OutputConstraint::Kind::kToolCalls: {
+      if (request.tools.empty()) {
+        fail(ErrorCode::kInvalidArgument, "tool calls are required but no tools are given");
+      }
+      for (const std::string& name : c.tool_names) {
+        if (std::none_of(request.tools.begin(), request.tools.end(),
+                         [&](const ToolDefinition& t) { return t.name == name; })) {
+          fail(ErrorCode::kInvalidArgument, "tool_choice names '" + name +
+                                                "', which is not among the tools");
+        }
+      }
+      std::vector<grammar::ToolSchema> tools;
+      for (const ToolDefinition& t : request.tools) {
+        if (!c.tool_names.empty() &&
+            std::find(c.tool_names.begin(), c.tool_names.end(), t.name) == c.tool_names.end()) {
+          continue;
+        }
+        grammar::ToolSchema tool;
+        tool.name = t.name;
+        if (!t.parameters.empty()) {
+          tool.parameters = parse_schema(t.parameters, "the parameters of tool " + t.name);
+        }
+        tools.push_back(std::move(tool));
+      }
+      return grammar::tool_call_grammar(tools, std::max(c.max_tool_calls, 1));
+    }
+  }
+  return nullptr;
+}
+
+void validate_output_constraint(const GenerationRequest& request) {
+  (void)compile_output_constraint(request);
+}
+
+TokenConstraint::TokenConstraint(std::shared_ptr<const grammar::Grammar> grammar,
+                                 std::shared_ptr<const ConstraintVocabulary> vocabulary,
+                                 std::vector<int64_t> end_ids)
+    : matcher_(std::move(grammar)), vocabulary_(std::move(vocabulary)), end_ids_(std::move(end_ids)) {}
+
+void TokenConstraint::mask(float* logits, int64_t vocab, int64_t tokens_left) {
+  const Timer timer;
+  const grammar::TokenTrie& trie = vocabulary_->trie();
+  matcher_.allowed_tokens(trie, std::max<int64_t>(tokens_left - 1, 0), bits_);
+  const bool complete = matcher_.accepting();
+  if (!complete && std::all_of(bits_.begin(), bits_.end(), [](uint64_t w) { return w == 0; })) {
+    matcher_.allowed_tokens(trie, grammar::kUnreachable, bits_);  // cannot finish in time anyway
+  }
+  saved_.clear();
+  for (int64_t id : end_ids_) saved_.push_back(id >= 0 && id < vocab ? logits[id] : 0.0f);
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const int64_t covered = std::min<int64_t>(vocab, static_cast<int64_t>(trie.vocab_size()));
+  for (int64_t w = 0; w * 64 < covered; ++w) {
+    const uint64_t word = bits_[static_cast<size_t>(w)];
+    if (word == ~uint64_t{0}) continue;
+    const int64_t end = std::min<int64_t>(covered, (w + 1) * 64);
+    for (int64_t i = w * 64; i < end; ++i) {
+      if (!((word >> (i - w * 64)) & 1)) logits[i] = kNegInf;
+    }
+  }
+  std::fill(logits + covered, logits + vocab, kNegInf);
+  if (complete) {
+    for (size_t k = 0; k < end_ids_.size(); ++k) {
+      if (end_ids_[k] >= 0 && end_ids_[k] < vocab) logits[end_ids_[k]] = saved_[k];
+    }
+  }
+  mask_ms_ += timer.millis();
+}
+
+void TokenConstraint::accept(int64_t token) {
+  if (token < 0 || token >= vocabulary_->size() || vocabulary_->bytes(token).empty() ||
+      !matcher_.advance(vocabulary_->bytes(token))) {
+    fail(ErrorCode::kInternal, "constrained decoding: token " + std::to_string(token) +
+                                   " is not allowed by the grammar");
+  }
+}
+
+}  // namespace qvl
