@@ -28,12 +28,12 @@ const char* const kSchema = R"({"type":"object","properties":{
 
 // The argument picks the prefix the answer has so far.
 const char* const kPrefixes[] = {
-    "{",                                            // 0: before the first key
-    "{\"name\": \"Ada Lov",                         // 1: inside free string content
-    "{\"name\": \"Ada\", \"age\": ",                // 2: a value (integer) starts
-    "{\"name\": \"Ada\", \"age\": 36, \"ci",        // 3: inside a key
-    "{\"name\": \"Ada\", \"age\": 36, \"city\": \"", // 4: inside an enum
-    "{\n  \"name\": \"Ada\",\n  ",                // 5: inside a whitespace run
+    "{",                                              // 0: before the first key
+    "{\"name\": \"Ada Lov",                           // 1: inside free string content
+    "{\"name\": \"Ada\", \"age\": ",                  // 2: a value (integer) starts
+    "{\"name\": \"Ada\", \"age\": 36, \"ci",          // 3: inside a key
+    "{\"name\": \"Ada\", \"age\": 36, \"city\": \"",  // 4: inside an enum
+    "{\n  \"name\": \"Ada\",\n  ",                    // 5: inside a whitespace run
 };
 
 void BM_TokenMask(benchmark::State& state) {

@@ -85,7 +85,7 @@ struct Message {
 
   std::string role;  // system, user, assistant (tool is rendered as the template does)
   bool content_is_string = true;
-  std::vector<ContentPart> parts;  // a string content is one text part
+  std::vector<ContentPart> parts;    // a string content is one text part
   std::vector<ToolCall> tool_calls;  // assistant messages of the history
   std::string tool_call_id;          // tool messages (the chat template does not show it)
 };

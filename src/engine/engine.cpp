@@ -161,7 +161,8 @@ class EngineImpl : public Engine {
   ImageFeatureCache image_cache_;
   KVPool pool_;
   std::once_flag vocabulary_once_;
-  std::shared_ptr<const ConstraintVocabulary> vocabulary_;  // built on the first constrained request
+  std::shared_ptr<const ConstraintVocabulary>
+      vocabulary_;       // built on the first constrained request
   Scheduler scheduler_;  // last: its thread stops before the rest goes
 };
 
@@ -320,9 +321,9 @@ ScoreResult EngineImpl::score(const GenerationRequest& request,
       encode_images(request, image_order(request.messages), nullptr).features;
   std::vector<int64_t> image_tokens;
   for (const auto& f : images) image_tokens.push_back(f->vision.tokens);
-  const std::vector<int64_t> ids = prompt_token_ids(model_->tokenizer, model_->config,
-                                                    render_prompt(request.messages, request.tools),
-                                                    image_tokens);
+  const std::vector<int64_t> ids =
+      prompt_token_ids(model_->tokenizer, model_->config,
+                       render_prompt(request.messages, request.tools), image_tokens);
   std::lock_guard<TurnLock> turn(turn_);
   return score_continuation(decoder_, model_->config, ids, images, continuation,
                             info_.context_length, on_logits);

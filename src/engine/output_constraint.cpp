@@ -35,7 +35,8 @@ ConstraintVocabulary::ConstraintVocabulary(const Tokenizer& tokenizer, int64_t m
       }()),
       trie_(bytes_) {}
 
-std::shared_ptr<const grammar::Grammar> compile_output_constraint(const GenerationRequest& request) {
+std::shared_ptr<const grammar::Grammar> compile_output_constraint(
+    const GenerationRequest& request) {
   const OutputConstraint& c = request.constraint;
   switch (c.kind) {
     case OutputConstraint::Kind::kNone:
@@ -51,8 +52,8 @@ std::shared_ptr<const grammar::Grammar> compile_output_constraint(const Generati
       for (const std::string& name : c.tool_names) {
         if (std::none_of(request.tools.begin(), request.tools.end(),
                          [&](const ToolDefinition& t) { return t.name == name; })) {
-          fail(ErrorCode::kInvalidArgument, "tool_choice names '" + name +
-                                                "', which is not among the tools");
+          fail(ErrorCode::kInvalidArgument,
+               "tool_choice names '" + name + "', which is not among the tools");
         }
       }
       std::vector<grammar::ToolSchema> tools;
@@ -81,7 +82,9 @@ void validate_output_constraint(const GenerationRequest& request) {
 TokenConstraint::TokenConstraint(std::shared_ptr<const grammar::Grammar> grammar,
                                  std::shared_ptr<const ConstraintVocabulary> vocabulary,
                                  std::vector<int64_t> end_ids)
-    : matcher_(std::move(grammar)), vocabulary_(std::move(vocabulary)), end_ids_(std::move(end_ids)) {}
+    : matcher_(std::move(grammar)),
+      vocabulary_(std::move(vocabulary)),
+      end_ids_(std::move(end_ids)) {}
 
 void TokenConstraint::mask(float* logits, int64_t vocab, int64_t tokens_left) {
   const Timer timer;
@@ -115,8 +118,8 @@ void TokenConstraint::mask(float* logits, int64_t vocab, int64_t tokens_left) {
 void TokenConstraint::accept(int64_t token) {
   if (token < 0 || token >= vocabulary_->size() || vocabulary_->bytes(token).empty() ||
       !matcher_.advance(vocabulary_->bytes(token))) {
-    fail(ErrorCode::kInternal, "constrained decoding: token " + std::to_string(token) +
-                                   " is not allowed by the grammar");
+    fail(ErrorCode::kInternal,
+         "constrained decoding: token " + std::to_string(token) + " is not allowed by the grammar");
   }
 }
 

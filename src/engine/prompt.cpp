@@ -38,8 +38,8 @@ std::string render_prompt(const std::vector<Message>& messages,
       if (call.arguments_are_value) {
         const auto value = nlohmann::ordered_json::parse(call.arguments, nullptr, false);
         if (value.is_discarded()) {
-          fail(ErrorCode::kInvalidArgument, "tool call arguments of " + call.name +
-                                                " are not valid JSON");
+          fail(ErrorCode::kInvalidArgument,
+               "tool call arguments of " + call.name + " are not valid JSON");
         }
         arguments = render_tool_json(value);
       }

@@ -69,10 +69,8 @@ json completion_json(const CompletionIdentity& identity, const GenerationResult&
       if (result.finish == FinishReason::kStop) finish = "tool_calls";
     }
   }
-  json choice = {{"index", 0},
-                 {"message", message},
-                 {"logprobs", nullptr},
-                 {"finish_reason", finish}};
+  json choice = {
+      {"index", 0}, {"message", message}, {"logprobs", nullptr}, {"finish_reason", finish}};
   return {{"id", identity.id},
           {"object", "chat.completion"},
           {"created", identity.created},

@@ -51,8 +51,10 @@ void parse_response_format(const json& request, const ordered_json& ordered, Cha
   }
   const json* spec = present(*format, "json_schema");
   if (!spec) {
-    fail_request("response_format.json_schema", "missing required field "
-                 "'response_format.json_schema'", "missing_field");
+    fail_request("response_format.json_schema",
+                 "missing required field "
+                 "'response_format.json_schema'",
+                 "missing_field");
   }
   if (!spec->is_object()) must_be("response_format.json_schema", "an object");
   string_at(*spec, "name", "response_format.json_schema.name");
@@ -125,8 +127,10 @@ void parse_tool_choice(const json& request, ChatRequest& out) {
   if (choice && choice->is_string()) {
     mode = choice->get<std::string>();
     if (mode != "auto" && mode != "none" && mode != "required") {
-      fail_request("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or "
-                   "{\"type\": \"function\", \"function\": {\"name\": ...}}", "unsupported_value");
+      fail_request("tool_choice",
+                   "'tool_choice' must be \"none\", \"auto\", \"required\" or "
+                   "{\"type\": \"function\", \"function\": {\"name\": ...}}",
+                   "unsupported_value");
     }
   } else if (choice) {
     if (!choice->is_object()) must_be("tool_choice", "a string or an object");
@@ -146,8 +150,8 @@ void parse_tool_choice(const json& request, ChatRequest& out) {
   out.parse_tool_calls = true;
   if (mode == "auto") return;
   if (g.constraint.kind != OutputConstraint::Kind::kNone) {
-    fail_request("tool_choice", "'tool_choice' \"" + mode +
-                                    "\" cannot be combined with a JSON 'response_format'");
+    fail_request("tool_choice",
+                 "'tool_choice' \"" + mode + "\" cannot be combined with a JSON 'response_format'");
   }
   g.constraint.kind = OutputConstraint::Kind::kToolCalls;
   g.constraint.max_tool_calls = mode == "named" ? 1 : max_calls;
@@ -183,7 +187,8 @@ void parse_structured_output(std::string_view body, const json& request, ChatReq
       std::vector<ToolCall>& calls = out.generation.messages[i].tool_calls;
       for (size_t j = 0; j < calls.size(); ++j) {
         if (!calls[j].arguments_are_value) continue;
-        calls[j].arguments = ordered["messages"][i]["tool_calls"][j]["function"]["arguments"].dump();
+        calls[j].arguments =
+            ordered["messages"][i]["tool_calls"][j]["function"]["arguments"].dump();
       }
     }
   }

@@ -94,10 +94,17 @@ json tool_calls_json(const std::vector<ToolCall>& calls) {
   return list;
 }
 
-void ToolCallStream::content(std::string text, std::vector<json>& out) const {
-  // Newlines between calls are layout, not an answer.
-  if (text.empty() || (calls_ > 0 && trim(text).empty())) return;
-  out.push_back({{"content", std::move(text)}});
+void ToolCallStream::content(std::string text, std::vector<json>& out) {
+  // Newlines between and after calls are layout, not an answer, unless text follows them.
+  if (calls_ > 0) {
+    text = pending_space_ + text;
+    pending_space_.clear();
+    if (trim(text).empty()) {
+      pending_space_ = std::move(text);
+      return;
+    }
+  }
+  if (!text.empty()) out.push_back({{"content", std::move(text)}});
 }
 
 std::vector<json> ToolCallStream::feed(std::string_view text) {
@@ -120,6 +127,7 @@ std::vector<json> ToolCallStream::feed(std::string_view text) {
     if (close == std::string::npos) return out;
     ToolCall call;
     if (parse_call(std::string_view(buffer_).substr(0, close), call)) {
+      pending_space_.clear();
       out.push_back(call_delta(call, calls_++));
     } else {
       content(std::string(kOpen) + buffer_.substr(0, close + kClose.size()), out);

@@ -34,8 +34,9 @@ class ToolCallStream {
   bool any_calls() const { return calls_ > 0; }
 
  private:
-  void content(std::string text, std::vector<nlohmann::json>& out) const;
+  void content(std::string text, std::vector<nlohmann::json>& out);
   std::string buffer_;
+  std::string pending_space_;  // whitespace after a call: sent only if more text follows
   bool in_call_ = false;
   int calls_ = 0;
 };

@@ -51,9 +51,9 @@ TEST(ToolCalls, ToolChoiceBecomesAConstraint) {
       "properties":{"a":{"type":"integer"}},"required":["a"]}}},
       {"type":"function","function":{"name":"g"}}])";
   auto parse = [&](const std::string& extra) {
-    return parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"x"}],"tools":)" +
-                                  tools + extra + "}",
-                              tiny_model(), {});
+    return parse_chat_request(
+        R"({"model":"m","messages":[{"role":"user","content":"x"}],"tools":)" + tools + extra + "}",
+        tiny_model(), {});
   };
   EXPECT_EQ(parse("").generation.constraint.kind, OutputConstraint::Kind::kNone);
   const ChatRequest required = parse(R"(,"tool_choice":"required","parallel_tool_calls":false)");
