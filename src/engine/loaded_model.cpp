@@ -11,6 +11,7 @@
 #include "base/mapped_file.h"
 #include "base/timer.h"
 #include "model/packed_file.h"
+#include "model/weights_util.h"
 #include "tokenizer/chat_format.h"
 
 namespace qvl {
@@ -164,8 +165,17 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path_in, const std::s
                                         const std::string& vision_quant) {
   std::string path = path_in;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  if (is_model_file(path)) return load_packed_file(path, quant, lm_head, vision_quant);
-  return load_folder(path, quant, lm_head, vision_quant);
+  const ExactFallbacks before = exact_fallbacks();
+  auto model = is_model_file(path) ? load_packed_file(path, quant, lm_head, vision_quant)
+                                   : load_folder(path, quant, lm_head, vision_quant);
+  const ExactFallbacks after = exact_fallbacks();
+  if (after.matrices > before.matrices) {
+    QVL_LOG(kInfo) << after.matrices - before.matrices
+                   << " weight matrices of this model have a width that is not a multiple of "
+                   << ops::kBlockCols << " (e.g. " << after.example_cols
+                   << " columns) and stay exact (fp32 math on the stored weights)";
+  }
+  return model;
 }
 
 }  // namespace qvl
