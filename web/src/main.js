@@ -1,23 +1,28 @@
-// The qvl chat page: wires the composer, the conversation list, settings and streaming.
+// The qvl page: state, sending and streaming, and the wiring of the composer, the conversation
+// list, settings, the lightbox and the server monitor.
 import { ApiFailure, fetchProps, streamChat } from './api.js';
-import { buildRequest, newConversation, statsFrom, titleFor } from './chat.js';
-import { imageFiles, prepareImage } from './images.js';
+import { buildRequest, contextPlan, newConversation, statsFrom, titleFor } from './chat.js';
+import { imageFiles } from './images.js';
 import { PRESETS } from './presets.js';
 import { getCachedImage, loadConversations, loadImages, loadSettings, pruneImages, putImage, saveConversations, saveSettings } from './store.js';
-import { fillAssistant, renderMessages, thumbnail } from './view.js';
+import { fillAssistant, refreshWaiting, renderMessages } from './view.js';
 import { initSettings, openSettings } from './settings.js';
+import { Attachments, renderAttachments } from './attachments.js';
+import { startMonitor } from './monitor.js';
+import { initLightbox, openLightbox } from './lightbox.js';
+import { renderSidebar, setDrawer, undoToast } from './sidebar.js';
+import { MAX_ASPECT_RATIO } from './tokens.js';
+import { copyText, downloadText } from './clipboard.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
-  sidebar: $('sidebar'), scrim: $('scrim'), menu: $('menu-button'), newChat: $('new-chat'),
   list: $('conversation-list'), title: $('chat-title'), status: $('model-status'),
-  statusText: $('model-status-text'), clear: $('clear-chat'), openSettings: $('open-settings'),
-  messages: $('messages'), messageList: $('message-list'), empty: $('empty-state'),
-  banner: $('error-banner'), bannerText: $('error-text'), retry: $('error-retry'),
-  dismiss: $('error-dismiss'), composer: $('composer'), presets: $('presets'),
-  attachments: $('attachments'), notice: $('notice'), fileInput: $('file-input'),
-  attach: $('attach'), prompt: $('prompt'), send: $('send'), stop: $('stop'),
-  dropOverlay: $('drop-overlay'),
+  statusText: $('model-status-text'), clear: $('clear-chat'), messages: $('messages'),
+  messageList: $('message-list'), empty: $('empty-state'), banner: $('error-banner'),
+  bannerText: $('error-text'), retry: $('error-retry'), composer: $('composer'),
+  presets: $('presets'), attachments: $('attachments'), budget: $('image-budget'),
+  notice: $('notice'), fileInput: $('file-input'), prompt: $('prompt'), send: $('send'),
+  stop: $('stop'), dropOverlay: $('drop-overlay'), monitor: $('monitor'),
 };
 
 const state = {
@@ -25,11 +30,12 @@ const state = {
   current: null,
   settings: loadSettings(),
   props: null,
-  attachments: [],
+  attachments: new Attachments(),
   preset: 'ask',
   controller: null,
   editingIndex: -1,
   retryAction: null,
+  countdown: 0,
 };
 
 // ---- persistence -------------------------------------------------------------------------
@@ -43,89 +49,54 @@ function persist() {
 }
 
 function usedImageIds() {
-  const ids = new Set(state.attachments.map((a) => a.id));
+  const ids = new Set(state.attachments.entries.filter((e) => e.image).map((e) => e.image.id));
   for (const c of state.conversations) for (const m of c.messages) for (const id of m.images || []) ids.add(id);
   return ids;
 }
 
 // ---- rendering ---------------------------------------------------------------------------
-function busy() { return state.controller !== null; }
-
-function renderSidebar() {
-  const items = [...state.conversations].sort((a, b) => b.updated - a.updated).map((c) => {
-    const li = document.createElement('li');
-    li.className = c === state.current ? 'conversation active' : 'conversation';
-    const open = document.createElement('button');
-    open.type = 'button';
-    open.className = 'conversation-open';
-    open.dataset.id = c.id;
-    if (c === state.current) open.setAttribute('aria-current', 'true');
-    const title = document.createElement('span');
-    title.className = 'conversation-title';
-    title.textContent = c.title || 'New chat';
-    const when = document.createElement('span');
-    when.className = 'conversation-date';
-    when.textContent = new Date(c.updated).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
-    open.append(title, when);
-    const del = document.createElement('button');
-    del.type = 'button';
-    del.className = 'icon-button small conversation-delete';
-    del.dataset.deleteId = c.id;
-    del.setAttribute('aria-label', `Delete conversation “${c.title || 'New chat'}”`);
-    del.innerHTML = '<svg aria-hidden="true" viewBox="0 0 24 24"><path d="M6 6l12 12M18 6 6 18"/></svg>';
-    li.append(open, del);
-    return li;
-  });
-  ui.list.replaceChildren(...items);
-}
+const busy = () => state.controller !== null;
 
 function renderConversation() {
   const c = state.current;
   ui.title.textContent = c.title || 'New chat';
   document.title = c.title ? `${c.title} · qvl` : 'qvl';
   ui.empty.hidden = c.messages.length > 0;
-  renderMessages(ui.messageList, c.messages, { busy: busy(), editingIndex: state.editingIndex });
+  // What the next question would carry: images past the per-request limit are marked.
+  const next = [...c.messages, { role: 'user', text: '', images: [] }];
+  const { dropped } = contextPlan(next, next.length - 1, state.settings, state.props);
+  const maxImages = state.props && state.props.image && state.props.image.max_images_per_request;
+  renderMessages(ui.messageList, c.messages, { busy: busy(), editingIndex: state.editingIndex, dropped, maxImages });
   ui.clear.disabled = c.messages.length === 0 || busy();
-  renderSidebar();
+  renderSidebar(ui.list, state.conversations, state.current);
 }
 
 function renderComposer() {
   ui.send.hidden = busy();
   ui.stop.hidden = !busy();
-  const items = state.attachments.map((image, i) => {
-    const li = document.createElement('li');
-    li.className = 'attachment';
-    li.append(thumbnail(image, 'attachment-thumb'));
-    const remove = document.createElement('button');
-    remove.type = 'button';
-    remove.className = 'attachment-remove';
-    remove.dataset.remove = String(i);
-    remove.setAttribute('aria-label', `Remove ${image.name}`);
-    remove.innerHTML = '<svg aria-hidden="true" viewBox="0 0 24 24"><path d="M7 7l10 10M17 7 7 17"/></svg>';
-    li.append(remove);
-    if (image.scaled) li.title = `${image.name}: scaled from ${image.originalWidth}×${image.originalHeight} to ${image.width}×${image.height}`;
-    return li;
-  });
-  ui.attachments.replaceChildren(...items);
-  ui.attachments.hidden = items.length === 0;
+  const entries = state.attachments.of(state.current.id);
+  renderAttachments(ui.attachments, ui.budget, entries, state.props, state.settings.detail);
+  const pending = state.attachments.hasPending(state.current.id);
+  ui.send.disabled = pending;
+  ui.send.title = pending ? 'Waiting for the images to be ready' : 'Send (Enter)';
   const preset = PRESETS.find((p) => p.id === state.preset);
   ui.prompt.placeholder = preset.placeholder;
   for (const input of ui.presets.querySelectorAll('input')) input.checked = input.value === state.preset;
 }
 
-function scrollToEnd() {
-  ui.messages.scrollTop = ui.messages.scrollHeight;
-}
+const scrollToEnd = () => { ui.messages.scrollTop = ui.messages.scrollHeight; };
+const nearBottom = () => ui.messages.scrollHeight - ui.messages.scrollTop - ui.messages.clientHeight < 80;
 
 let noticeTimer = 0;
 function notice(text) {
   ui.notice.textContent = text;
   clearTimeout(noticeTimer);
-  noticeTimer = setTimeout(() => { ui.notice.textContent = ''; }, 6000);
+  noticeTimer = setTimeout(() => { ui.notice.textContent = ''; }, 8000);
 }
 
 // ---- errors ------------------------------------------------------------------------------
 function showError(message, retry) {
+  clearInterval(state.countdown);
   ui.bannerText.textContent = message;
   state.retryAction = retry || null;
   ui.retry.hidden = !retry;
@@ -133,35 +104,64 @@ function showError(message, retry) {
 }
 
 function hideError() {
+  clearInterval(state.countdown);
   ui.banner.hidden = true;
   state.retryAction = null;
 }
 
+// Worth sending again unchanged: busy, server trouble, connection loss. Other 4xx refuse the
+// question itself (its image, its size, ...), and 401/403 need the key fixed first.
+const retryable = (f) => f.kind !== 'http' || f.status === 429 || f.status >= 500 || f.status === 401 || f.status === 403 || f.status === 408;
+
 function describeFailure(error) {
   if (error.kind === 'network') return `Connection lost: ${error.message}.`;
-  if (error.status === 429) {
-    return `The server is busy (every slot is in use and the queue is full). ${error.retryAfter ? `Try again in ${error.retryAfter} s.` : 'Try again shortly.'}`;
-  }
+  if (error.status === 429) return 'The server is busy (every slot is in use and the queue is full).';
   if (error.status === 401) return 'The server needs an API key: enter it in Settings.';
   if (error.status === 503) return `The server is not ready: ${error.message}`;
   if (error.status) return `The server refused the request (${error.status}): ${error.message}`;
   return `The answer failed: ${error.message}`;
 }
 
+// A 429 retries by itself once, after the server's Retry-After, counting down.
+function busyCountdown(failure, conversation) {
+  let left = Math.min(30, Math.max(1, failure.retryAfter || 1));
+  showError('', () => retryLast(conversation, false));
+  const tick = () => {
+    ui.bannerText.textContent = `${describeFailure(failure)} Retrying in ${left} s…`;
+    if (left-- <= 0) {
+      hideError();
+      retryLast(conversation, false);
+    }
+  };
+  tick();
+  state.countdown = setInterval(tick, 1000);
+}
+
 // ---- model status ------------------------------------------------------------------------
-let propsTimer = 0;
 async function refreshProps() {
-  clearTimeout(propsTimer);
   try {
     state.props = await fetchProps(state.settings.apiKey);
     ui.status.dataset.state = 'ready';
     const ctx = state.props.context_length ? ` · ${Math.round(state.props.context_length / 1024)}k context` : '';
     ui.statusText.textContent = `${state.props.model}${ctx}`;
+    renderComposer();
   } catch (error) {
+    state.props = null;
     const loading = error.status === 503;
     ui.status.dataset.state = loading ? 'loading' : 'error';
     ui.statusText.textContent = loading ? 'Loading the model…' : error.status === 401 ? 'API key needed (Settings)' : 'Server unreachable';
-    propsTimer = setTimeout(refreshProps, loading ? 1500 : 5000);
+  }
+}
+
+function onReachable(reachable) {
+  if (reachable === 'error') {
+    ui.status.dataset.state = 'error';
+    ui.statusText.textContent = 'Server unreachable';
+  } else if (reachable === 'loading') {
+    ui.status.dataset.state = 'loading';
+    ui.statusText.textContent = 'Loading the model…';
+  } else if (ui.status.dataset.state !== 'ready' || !state.props) {
+    refreshProps();
   }
 }
 
@@ -173,8 +173,9 @@ async function openConversation(conversation) {
   hideError();
   await loadImages(conversation.messages.flatMap((m) => m.images || []));
   renderConversation();
+  renderComposer();
   scrollToEnd();
-  closeSidebar();
+  closeSidebar(false);
 }
 
 function startNewConversation(focus = true) {
@@ -186,15 +187,22 @@ function startNewConversation(focus = true) {
 }
 
 function deleteConversation(id) {
-  state.conversations = state.conversations.filter((c) => c.id !== id);
+  const victim = state.conversations.find((c) => c.id === id);
+  if (!victim) return;
+  state.conversations = state.conversations.filter((c) => c !== victim);
   persist();
-  pruneImages(usedImageIds());
-  if (state.current.id === id) {
+  const wasCurrent = state.current === victim;
+  if (wasCurrent) {
     const next = [...state.conversations].sort((a, b) => b.updated - a.updated)[0];
-    if (next) openConversation(next); else startNewConversation();
+    if (next) openConversation(next); else startNewConversation(false);
   } else {
-    renderSidebar();
+    renderSidebar(ui.list, state.conversations, state.current);
   }
+  undoToast(`Deleted “${victim.title || 'New chat'}”.`, () => {
+    state.conversations.push(victim);
+    persist();
+    openConversation(victim);
+  }, () => pruneImages(usedImageIds()));
 }
 
 // ---- attachments -------------------------------------------------------------------------
@@ -205,28 +213,29 @@ function imageLimits() {
     maxPixels: tokens * (image.pixels_per_token || 1024) * 2,
     maxBytes: Math.floor((image.max_image_bytes || 16 << 20) * 0.7),
     maxCount: image.max_images_per_request || 8,
+    maxAspect: MAX_ASPECT_RATIO,
   };
 }
 
-async function addFiles(files) {
+function addFiles(files) {
   const limits = imageLimits();
+  const conversation = state.current;
   for (const file of files) {
-    if (state.attachments.length >= limits.maxCount) {
+    if (state.attachments.of(conversation.id).length >= limits.maxCount) {
       notice(`At most ${limits.maxCount} images per message.`);
       break;
     }
-    try {
-      const image = await prepareImage(file, limits);
-      if (state.attachments.some((a) => a.id === image.id)) {
-        notice(`${image.name} is attached already.`);
-        continue;
+    state.attachments.add(file, conversation.id, limits, (entry, error, duplicate) => {
+      if (duplicate) notice(`${error.message}.`);
+      else if (error) notice(`Could not add ${entry.name}: ${error.message}.`);
+      else {
+        const p = entry.prepared;
+        if (p.converted) notice(`${p.name} was converted from ${p.converted} to PNG (the server reads JPEG, PNG, WebP, GIF and BMP).`);
+        if (p.padded) notice(`${p.name} is ${p.originalWidth}×${p.originalHeight}, thinner than the ${MAX_ASPECT_RATIO}:1 the model accepts: it was padded to ${p.width}×${p.height}.`);
+        else if (p.scaled) notice(`${p.name} was scaled to ${p.width}×${p.height}, the most the model can use.`);
       }
-      await putImage(getCachedImage(image.id) || image);
-      state.attachments.push(getCachedImage(image.id));
-      if (image.scaled) notice(`${image.name} was scaled to ${image.width}×${image.height}, the most the model can use.`);
-    } catch (error) {
-      notice(`Could not add ${file.name || 'the image'}: ${error.message}.`);
-    }
+      if (state.current === conversation) renderComposer();
+    });
   }
   renderComposer();
 }
@@ -236,11 +245,13 @@ function stopGenerating() {
   if (state.controller) state.controller.abort();
 }
 
-async function generate() {
+async function generate(autoRetry = true) {
   const conversation = state.current;
   const messages = conversation.messages;
   const userIndex = messages.length - 1;
-  const answer = { role: 'assistant', text: '', state: 'streaming', stats: null, finish: null };
+  const question = messages[userIndex];
+  const answer = { role: 'assistant', text: '', state: 'streaming', stats: null, finish: null, preset: question.preset,
+    phase: 'sending', phaseStarted: Date.now(), hasImages: (question.images || []).length > 0 };
   messages.push(answer);
   const controller = new AbortController();
   state.controller = controller;
@@ -249,103 +260,157 @@ async function generate() {
   renderComposer();
   scrollToEnd();
   const li = ui.messageList.lastElementChild;
+  const started = performance.now();
+  let pieces = 0;
+  let firstAt = 0;
   let frame = 0;
+  const live = () => {
+    const seconds = (performance.now() - started) / 1000;
+    const writing = firstAt ? (performance.now() - firstAt) / 1000 : 0;
+    return { elapsedMs: seconds * 1000, pieces, tokensPerSecond: writing > 0.2 && pieces > 1 ? (pieces - 1) / writing : null };
+  };
   const paint = () => {
     frame = 0;
     if (state.current !== conversation) return;
-    const nearBottom = ui.messages.scrollHeight - ui.messages.scrollTop - ui.messages.clientHeight < 80;
+    const stick = nearBottom();
+    answer.live = live();
     fillAssistant(li, messages, messages.indexOf(answer), true, true);
-    if (nearBottom) scrollToEnd();
+    if (stick) scrollToEnd();
   };
+  // Every second: the elapsed time, and whether the request waits in the server's queue.
+  const ticker = setInterval(async () => {
+    if (answer.phase === 'sending' && performance.now() - started > 400 && monitor.queued() > 0) {
+      answer.phase = 'queued';
+    }
+    if (answer.phase === 'sending') monitor.now();
+    if (state.current === conversation) {
+      if (answer.text) paint(); else refreshWaiting(li, answer);
+    }
+  }, 1000);
   try {
     const body = buildRequest(conversation, userIndex, state.settings, state.props);
     const result = await streamChat(body, {
       apiKey: state.settings.apiKey,
       signal: controller.signal,
+      onHeaders: () => {
+        answer.phase = 'reading';
+        answer.phaseStarted = Date.now();
+        if (state.current === conversation) refreshWaiting(li, answer);
+      },
       onDelta: (text) => {
+        if (!firstAt) firstAt = performance.now();
+        pieces += 1;
         answer.text += text;
         if (!frame) frame = requestAnimationFrame(paint);
       },
     });
     answer.state = 'done';
     answer.finish = result.finishReason;
-    answer.stats = statsFrom(result);
+    answer.stats = { ...statsFrom(result), elapsedMs: performance.now() - started };
   } catch (error) {
     if (error.name === 'AbortError') {
       answer.state = 'stopped';
+      const l = live();
+      answer.stats = { ttftMs: firstAt ? firstAt - started : null, tokensPerSecond: l.tokensPerSecond, completionTokens: pieces || null, approximate: true, elapsedMs: l.elapsedMs };
     } else {
       const failure = error instanceof ApiFailure ? error : new ApiFailure('stream', error.message);
-      if (answer.text) {
-        answer.state = 'error';
+      if (answer.text) answer.state = 'error';
+      else messages.splice(messages.indexOf(answer), 1);
+      if (!retryable(failure)) {
+        refuse(conversation, question, failure);
+      } else if (failure.status === 429 && autoRetry) {
+        busyCountdown(failure, conversation);
       } else {
-        messages.splice(messages.indexOf(answer), 1);
+        showError(`${describeFailure(failure)}${failure.status === 429 && failure.retryAfter ? ` Try again in ${failure.retryAfter} s.` : ''}`, () => retryLast(conversation));
       }
-      showError(describeFailure(failure), () => retryLast(conversation));
       if (failure.status === 401) openSettings();
     }
   } finally {
+    clearInterval(ticker);
     cancelAnimationFrame(frame);
+    delete answer.live;
+    delete answer.phase;
     state.controller = null;
     conversation.updated = Date.now();
     persist();
     if (state.current === conversation) {
-      const nearBottom = ui.messages.scrollHeight - ui.messages.scrollTop - ui.messages.clientHeight < 80;
+      const stick = nearBottom();
+      const hadFocus = document.activeElement === ui.stop || document.activeElement === document.body;
       renderConversation();
       renderComposer();
-      if (nearBottom) scrollToEnd();
+      if (stick) scrollToEnd();
+      if (hadFocus) ui.prompt.focus();
     }
   }
 }
 
-function retryLast(conversation) {
+// A refused question is marked and left out of the context; its text and images go back to
+// the composer, where the image can be removed before sending again.
+function refuse(conversation, question, failure) {
+  question.failed = { status: failure.status, message: failure.message };
+  if (state.current !== conversation) return;
+  if (!ui.prompt.value.trim()) {
+    ui.prompt.value = question.text;
+    autoGrow();
+  }
+  state.attachments.restore(conversation.id, question.images || []);
+  state.preset = question.preset || 'ask';
+  showError(`${describeFailure(failure)} The question is back in the box below; change it or remove the image and send again.`, null);
+}
+
+function retryLast(conversation, autoRetry = true) {
   if (busy() || state.current !== conversation) return;
   const messages = conversation.messages;
   while (messages.length && messages[messages.length - 1].role === 'assistant') messages.pop();
-  if (!messages.length) return;
-  generate();
+  if (!messages.length || messages[messages.length - 1].failed) return;
+  generate(autoRetry);
 }
 
 function send() {
   if (busy()) return;
+  const c = state.current;
+  if (state.attachments.hasPending(c.id)) {
+    notice('Wait a moment: an image is still being prepared.');
+    return;
+  }
   const text = ui.prompt.value;
   const preset = state.preset;
-  if (!text.trim() && !state.attachments.length && preset === 'ask') return;
-  const c = state.current;
-  const lastImages = [...c.messages].reverse().find((m) => m.role === 'user' && m.images && m.images.length);
-  if (preset !== 'ask' && !state.attachments.length && !lastImages) {
+  const ready = state.attachments.of(c.id).filter((e) => e.status === 'ready');
+  if (!text.trim() && !ready.length && preset === 'ask') return;
+  const lastImages = [...c.messages].reverse().find((m) => m.role === 'user' && !m.failed && m.images && m.images.length);
+  if (preset !== 'ask' && !ready.length && !lastImages) {
     notice('Attach an image first.');
     return;
   }
-  const message = { role: 'user', text, preset, images: state.attachments.map((a) => a.id) };
+  const taken = state.attachments.take(c.id);
+  for (const entry of taken) {
+    const detail = entry.detail && entry.detail !== 'auto' ? entry.detail : undefined;
+    if (entry.image.detail !== detail) {
+      entry.image.detail = detail;
+      putImage(entry.image);
+    }
+  }
+  const message = { role: 'user', text, preset, images: taken.map((e) => e.image.id) };
   // Tasks on "the image" with nothing attached use the conversation's latest image again.
   if (preset !== 'ask' && !message.images.length) message.images = [lastImages.images[lastImages.images.length - 1]];
   c.messages.push(message);
   if (!c.title) c.title = titleFor(message);
   if (!state.conversations.includes(c)) state.conversations.push(c);
-  state.attachments = [];
   ui.prompt.value = '';
   autoGrow();
   generate();
 }
 
 // ---- message actions ---------------------------------------------------------------------
-async function copyText(text, button) {
-  try {
-    await navigator.clipboard.writeText(text);
-  } catch {
-    const area = document.createElement('textarea');
-    area.value = text;
-    document.body.append(area);
-    area.select();
-    document.execCommand('copy');
-    area.remove();
-  }
-  const old = button.textContent;
-  button.textContent = 'Copied';
-  setTimeout(() => { button.textContent = old; }, 1500);
-}
-
 function onMessageAction(event) {
+  const zoom = event.target.closest('[data-zoom]');
+  if (zoom) {
+    const image = getCachedImage(zoom.dataset.zoom);
+    if (image) openLightbox(zoom.querySelector('img'), image.name);
+    return;
+  }
+  const frame = event.target.closest('.grounding-frame');
+  if (frame) return openLightbox(frame, frame.querySelector('img').alt);
   const button = event.target.closest('button');
   if (!button) return;
   const messages = state.current.messages;
@@ -357,6 +422,18 @@ function onMessageAction(event) {
   const index = Number(button.dataset.index);
   switch (button.dataset.action) {
     case 'copy': copyText(messages[index].text, button); break;
+    case 'download-text': downloadText(`${(state.current.title || 'text').slice(0, 40)}.txt`, messages[index].text); break;
+    case 'ocr-toggle':
+      messages[index].rendered = !messages[index].rendered;
+      persist();
+      renderConversation();
+      ui.messageList.querySelector(`li[data-index="${index}"] [data-action="ocr-toggle"]`)?.focus();
+      break;
+    case 'ground-on':
+      messages[index].groundOn = button.dataset.image;
+      persist();
+      renderConversation();
+      break;
     case 'regenerate': retryLast(state.current); break;
     case 'edit':
       state.editingIndex = index;
@@ -372,6 +449,7 @@ function onMessageAction(event) {
       const i = state.editingIndex;
       state.editingIndex = -1;
       messages[i].text = box.value;
+      delete messages[i].failed;
       messages.splice(i + 1);
       if (i === 0) state.current.title = titleFor(messages[0]);
       generate();
@@ -381,14 +459,13 @@ function onMessageAction(event) {
   }
 }
 
-// ---- sidebar (a drawer on narrow screens) ------------------------------------------------
-function closeSidebar() {
-  document.body.classList.remove('sidebar-open');
-  ui.menu.setAttribute('aria-expanded', 'false');
-  ui.scrim.hidden = true;
+// ---- wiring ------------------------------------------------------------------------------
+function closeSidebar(returnFocus) {
+  const wasOpen = document.body.classList.contains('sidebar-open');
+  setDrawer(false);
+  if (wasOpen && returnFocus) $('menu-button').focus();
 }
 
-// ---- wiring ------------------------------------------------------------------------------
 function autoGrow() {
   ui.prompt.style.height = 'auto';
   ui.prompt.style.height = `${Math.min(ui.prompt.scrollHeight, 240)}px`;
@@ -424,7 +501,7 @@ function wire() {
   });
   ui.prompt.addEventListener('input', autoGrow);
   ui.stop.addEventListener('click', stopGenerating);
-  ui.attach.addEventListener('click', () => ui.fileInput.click());
+  $('attach').addEventListener('click', () => ui.fileInput.click());
   ui.fileInput.addEventListener('change', () => {
     addFiles([...ui.fileInput.files]);
     ui.fileInput.value = '';
@@ -432,9 +509,15 @@ function wire() {
   ui.attachments.addEventListener('click', (e) => {
     const button = e.target.closest('[data-remove]');
     if (!button) return;
-    state.attachments.splice(Number(button.dataset.remove), 1);
+    state.attachments.remove(Number(button.dataset.remove));
     renderComposer();
     ui.prompt.focus();
+  });
+  ui.attachments.addEventListener('change', (e) => {
+    const entry = state.attachments.entries.find((a) => a.key === Number(e.target.dataset.detailKey));
+    if (entry) entry.detail = e.target.value;
+    renderComposer();
+    ui.attachments.querySelector(`[data-detail-key="${e.target.dataset.detailKey}"]`)?.focus();
   });
   document.addEventListener('paste', (e) => {
     const files = imageFiles(e.clipboardData);
@@ -461,6 +544,7 @@ function wire() {
       e.preventDefault();
       ui.messageList.querySelector('[data-action="edit-send"]').click();
     } else if (e.target.id === 'edit-box' && e.key === 'Escape') {
+      e.stopPropagation();
       ui.messageList.querySelector('[data-action="edit-cancel"]').click();
     }
   });
@@ -470,7 +554,7 @@ function wire() {
     const open = e.target.closest('[data-id]');
     if (open) openConversation(state.conversations.find((c) => c.id === open.dataset.id));
   });
-  ui.newChat.addEventListener('click', () => startNewConversation());
+  $('new-chat').addEventListener('click', () => startNewConversation());
   ui.clear.addEventListener('click', () => {
     if (busy() || !state.current.messages.length) return;
     if (!window.confirm('Clear every message of this conversation?')) return;
@@ -482,24 +566,24 @@ function wire() {
     hideError();
     renderConversation();
   });
-  ui.menu.addEventListener('click', () => {
-    const open = !document.body.classList.contains('sidebar-open');
-    document.body.classList.toggle('sidebar-open', open);
-    ui.menu.setAttribute('aria-expanded', String(open));
-    ui.scrim.hidden = !open;
-    if (open) ui.newChat.focus();
-  });
-  ui.scrim.addEventListener('click', closeSidebar);
+  $('menu-button').addEventListener('click', () => setDrawer(!document.body.classList.contains('sidebar-open')));
+  $('scrim').addEventListener('click', () => closeSidebar(true));
   document.addEventListener('keydown', (e) => {
-    if (e.key === 'Escape' && document.body.classList.contains('sidebar-open')) closeSidebar();
+    if (e.key !== 'Escape' || document.querySelector('dialog[open]')) return;
+    if (document.body.classList.contains('sidebar-open')) closeSidebar(true);
+    else if (busy()) {
+      stopGenerating();
+      ui.prompt.focus();
+    }
   });
   ui.retry.addEventListener('click', () => { const retry = state.retryAction; hideError(); if (retry) retry(); });
-  ui.dismiss.addEventListener('click', hideError);
-  ui.openSettings.addEventListener('click', openSettings);
+  $('error-dismiss').addEventListener('click', hideError);
+  $('open-settings').addEventListener('click', openSettings);
 }
 
 buildPresets();
 wire();
+initLightbox();
 initSettings({
   getSettings: () => state.settings,
   getProps: () => state.props,
@@ -507,13 +591,9 @@ initSettings({
     state.settings = settings;
     saveSettings(settings);
     refreshProps();
+    renderConversation();
   },
 });
 const latest = [...state.conversations].sort((a, b) => b.updated - a.updated)[0];
-if (latest) {
-  openConversation(latest);
-} else {
-  startNewConversation(false);
-}
-renderComposer();
-refreshProps();
+if (latest) openConversation(latest); else startNewConversation(false);
+const monitor = startMonitor({ chip: ui.monitor, onReachable, getRuntime: () => state.props && state.props.runtime });

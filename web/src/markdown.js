@@ -16,6 +16,26 @@ md.renderer.rules.link_open = (tokens, idx, options, env, self) => {
   return defaultLink(tokens, idx, options, env, self);
 };
 
+// Model headings sit below the page's own (h1 title, h2 per message): # becomes h3, ## h4, ...
+for (const rule of ['heading_open', 'heading_close']) {
+  md.renderer.rules[rule] = (tokens, idx, options, env, self) => {
+    tokens[idx].tag = `h${Math.min(6, Number(tokens[idx].tag.slice(1)) + 2)}`;
+    return self.renderToken(tokens, idx, options);
+  };
+}
+// Table alignment as a class (the sanitiser removes every style attribute).
+for (const rule of ['th_open', 'td_open']) {
+  md.renderer.rules[rule] = (tokens, idx, options, env, self) => {
+    const token = tokens[idx];
+    const align = /text-align:(left|right|center)/.exec(token.attrGet('style') || '');
+    if (align) {
+      token.attrs = token.attrs.filter(([name]) => name !== 'style');
+      token.attrSet('class', `align-${align[1]}`);
+    }
+    return self.renderToken(tokens, idx, options);
+  };
+}
+
 const PURIFY = {
   ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|#)/i,
   FORBID_TAGS: ['style', 'img', 'svg', 'math', 'form', 'input', 'button', 'iframe'],
@@ -30,7 +50,18 @@ export function renderMarkdown(text) {
 // Fills `element` with the rendered text and a copy button on every code block.
 export function renderInto(element, text) {
   element.innerHTML = renderMarkdown(text);
+  // Wide tables and code scroll sideways, so they must be reachable by keyboard.
+  for (const table of element.querySelectorAll('table')) {
+    const wrap = document.createElement('div');
+    wrap.className = 'table-wrap';
+    wrap.tabIndex = 0;
+    wrap.setAttribute('role', 'group');
+    wrap.setAttribute('aria-label', 'Table');
+    table.replaceWith(wrap);
+    wrap.append(table);
+  }
   for (const pre of element.querySelectorAll('pre')) {
+    pre.tabIndex = 0;
     const wrap = document.createElement('div');
     wrap.className = 'code-block';
     pre.replaceWith(wrap);
