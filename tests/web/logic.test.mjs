@@ -80,3 +80,10 @@ test('a refused (4xx) turn is never sent again; failed turns do not count as his
   assert.deepEqual(body.messages[0].content.map((p) => p.type), ['image_url', 'text']);
   assert.match(body.messages[0].content[0].image_url.url, /b$/);
 });
+
+test('while nothing is written: queued, then reading the image with the elapsed time', async () => {
+  const { waitingText } = await import('../../web/src/view.js');
+  assert.equal(waitingText({ phase: 'queued', phaseStarted: Date.now() }), 'Waiting for a free slot…');
+  assert.equal(waitingText({ phase: 'reading', hasImages: true, phaseStarted: Date.now() - 4200 }), 'Reading image… 4 s');
+  assert.equal(waitingText({ phase: 'reading', hasImages: false, phaseStarted: Date.now() - 1500 }), 'Reading the question… 1 s');
+});

@@ -66,6 +66,18 @@ async function replay(body) {
   return { status: res.status, json: await res.json() };
 }
 
+test('axe: no serious or critical violations on the empty page and in settings, light and dark', async () => {
+  for (const scheme of ['light', 'dark']) {
+    await page.emulateMedia({ colorScheme: scheme });
+    assert.deepEqual(await axeViolations(page), [], `empty page, ${scheme}`);
+    await page.getByRole('button', { name: 'Settings' }).click();
+    await page.locator('#settings[open]').waitFor();
+    assert.deepEqual(await axeViolations(page), [], `settings, ${scheme}`);
+    await page.keyboard.press('Escape');
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+});
+
 test('a refused question is marked, left out of the context and comes back to the composer', async () => {
   await pasteImages(page, [{ name: 'red.png', width: 64, height: 64, colour: '#cc0000' }]);
   await ready(1);
@@ -81,6 +93,7 @@ test('a refused question is marked, left out of the context and comes back to th
   assert.equal(await page.locator('.attachment.ready').count(), 1, 'the image is back, to be removed');
   assert.match(await page.locator('.failed-note').textContent(), /left out of the conversation/);
   await page.screenshot({ path: screenshotPath('desktop-light-refused') });
+  assert.deepEqual(await axeViolations(page), []);
   await page.getByRole('button', { name: 'Remove red.png' }).click();
   reply = () => sseBody(['Fine']);
   await ask('Hello');
@@ -327,6 +340,34 @@ test('delete has an undo; the × shows on hover or focus only', async () => {
   await page.getByRole('button', { name: 'Undo' }).click();
   await page.waitForFunction((n) => document.querySelectorAll('.conversation').length === n, count);
   assert.equal(await page.locator('.conversation-title', { hasText: title }).count() >= 1, true);
+});
+
+test('context meter; export as JSON (with images) and Markdown, import restores the conversation', async () => {
+  await page.locator('.conversation-open').filter({ hasText: 'Find objects: things' }).click();
+  await page.locator('.grounding').waitFor();
+  // The canned usage: 90 prompt tokens and one answer token.
+  assert.equal(await page.locator('#context-meter').getAttribute('data-used'), '91');
+  assert.match(await page.locator('#context-meter').textContent(), /91 of 262,144 tokens/);
+  const json = page.waitForEvent('download');
+  await page.getByRole('button', { name: 'Export JSON' }).click();
+  const file = await (await json).path();
+  const data = JSON.parse(readFileSync(file, 'utf8'));
+  assert.equal(data.format, 'qvl-conversation');
+  assert.equal(data.images.length, 2);
+  assert.match(data.images[0].dataUrl, /^data:image\/png;base64,/);
+  const md = page.waitForEvent('download');
+  await page.getByRole('button', { name: 'Export Markdown' }).click();
+  const markdown = readFileSync(await (await md).path(), 'utf8');
+  assert.match(markdown, /^# Find objects: things\n/);
+  assert.match(markdown, /\[image: left\.png\] \[image: right\.png\]/);
+  const count = await page.locator('.conversation').count();
+  await page.locator('#import-input').setInputFiles({ name: 'export.json', mimeType: 'application/json', buffer: readFileSync(file) });
+  await page.getByText('Imported “Find objects: things”.').waitFor();
+  assert.equal(await page.locator('.conversation').count(), count + 1);
+  assert.equal(await page.locator('.message.user .message-image').count(), 2);
+  await page.locator('.grounding .box').first().waitFor();
+  await page.locator('#import-input').setInputFiles({ name: 'junk.json', mimeType: 'application/json', buffer: Buffer.from('{"a":1}') });
+  await page.getByText(/Could not import junk\.json: the file is not a qvl conversation export/).waitFor();
 });
 
 test('phone: long names do not widen the page, presets stay on one row, the drawer keeps focus', async () => {

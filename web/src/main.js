@@ -2,17 +2,16 @@
 // list, settings, the lightbox and the server monitor.
 import { ApiFailure, fetchProps, streamChat } from './api.js';
 import { buildRequest, contextPlan, newConversation, statsFrom, titleFor } from './chat.js';
-import { imageFiles } from './images.js';
 import { PRESETS } from './presets.js';
 import { getCachedImage, loadConversations, loadImages, loadSettings, pruneImages, putImage, saveConversations, saveSettings } from './store.js';
 import { fillAssistant, refreshWaiting, renderMessages } from './view.js';
 import { initSettings, openSettings } from './settings.js';
 import { Attachments, renderAttachments } from './attachments.js';
 import { startMonitor } from './monitor.js';
-import { initLightbox, openLightbox } from './lightbox.js';
+import { initLightbox } from './lightbox.js';
 import { renderSidebar, setDrawer, undoToast } from './sidebar.js';
+import { wireControls } from './controls.js';
 import { MAX_ASPECT_RATIO } from './tokens.js';
-import { copyText, downloadText } from './clipboard.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -79,9 +78,24 @@ function renderComposer() {
   const pending = state.attachments.hasPending(state.current.id);
   ui.send.disabled = pending;
   ui.send.title = pending ? 'Waiting for the images to be ready' : 'Send (Enter)';
+  renderContextMeter();
   const preset = PRESETS.find((p) => p.id === state.preset);
   ui.prompt.placeholder = preset.placeholder;
   for (const input of ui.presets.querySelectorAll('input')) input.checked = input.value === state.preset;
+}
+
+// How full the model's context was at the conversation's last answer (the server's count of
+// the prompt plus the answer), against the context length.
+function renderContextMeter() {
+  const last = [...state.current.messages].reverse().find((m) => m.role === 'assistant' && m.stats && m.stats.promptTokens);
+  const length = state.props && state.props.context_length;
+  const meter = $('context-meter');
+  meter.hidden = !last || !length;
+  if (meter.hidden) return;
+  const used = last.stats.promptTokens + (last.stats.completionTokens || 0);
+  $('context-bar').value = Math.min(1, used / length);
+  $('context-text').textContent = `${used.toLocaleString('en')} of ${length.toLocaleString('en')} tokens`;
+  meter.dataset.used = String(used);
 }
 
 const scrollToEnd = () => { ui.messages.scrollTop = ui.messages.scrollHeight; };
@@ -401,64 +415,6 @@ function send() {
   generate();
 }
 
-// ---- message actions ---------------------------------------------------------------------
-function onMessageAction(event) {
-  const zoom = event.target.closest('[data-zoom]');
-  if (zoom) {
-    const image = getCachedImage(zoom.dataset.zoom);
-    if (image) openLightbox(zoom.querySelector('img'), image.name);
-    return;
-  }
-  const frame = event.target.closest('.grounding-frame');
-  if (frame) return openLightbox(frame, frame.querySelector('img').alt);
-  const button = event.target.closest('button');
-  if (!button) return;
-  const messages = state.current.messages;
-  if (button.dataset.copyCode !== undefined) {
-    const code = button.closest('.code-block').querySelector('code');
-    copyText(code ? code.textContent : '', button);
-    return;
-  }
-  const index = Number(button.dataset.index);
-  switch (button.dataset.action) {
-    case 'copy': copyText(messages[index].text, button); break;
-    case 'download-text': downloadText(`${(state.current.title || 'text').slice(0, 40)}.txt`, messages[index].text); break;
-    case 'ocr-toggle':
-      messages[index].rendered = !messages[index].rendered;
-      persist();
-      renderConversation();
-      ui.messageList.querySelector(`li[data-index="${index}"] [data-action="ocr-toggle"]`)?.focus();
-      break;
-    case 'ground-on':
-      messages[index].groundOn = button.dataset.image;
-      persist();
-      renderConversation();
-      break;
-    case 'regenerate': retryLast(state.current); break;
-    case 'edit':
-      state.editingIndex = index;
-      renderConversation();
-      $('edit-box')?.focus();
-      break;
-    case 'edit-cancel':
-      state.editingIndex = -1;
-      renderConversation();
-      break;
-    case 'edit-send': {
-      const box = $('edit-box');
-      const i = state.editingIndex;
-      state.editingIndex = -1;
-      messages[i].text = box.value;
-      delete messages[i].failed;
-      messages.splice(i + 1);
-      if (i === 0) state.current.title = titleFor(messages[0]);
-      generate();
-      break;
-    }
-    default:
-  }
-}
-
 // ---- wiring ------------------------------------------------------------------------------
 function closeSidebar(returnFocus) {
   const wasOpen = document.body.classList.contains('sidebar-open');
@@ -471,118 +427,11 @@ function autoGrow() {
   ui.prompt.style.height = `${Math.min(ui.prompt.scrollHeight, 240)}px`;
 }
 
-function buildPresets() {
-  for (const preset of PRESETS) {
-    const label = document.createElement('label');
-    label.className = 'preset';
-    const input = document.createElement('input');
-    input.type = 'radio';
-    input.name = 'preset';
-    input.value = preset.id;
-    input.id = `preset-${preset.id}`;
-    const span = document.createElement('span');
-    span.textContent = preset.label;
-    label.append(input, span);
-    ui.presets.append(label);
-  }
-  ui.presets.addEventListener('change', (e) => {
-    state.preset = e.target.value;
-    renderComposer();
-  });
-}
-
-function wire() {
-  ui.composer.addEventListener('submit', (e) => { e.preventDefault(); send(); });
-  ui.prompt.addEventListener('keydown', (e) => {
-    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
-      e.preventDefault();
-      send();
-    }
-  });
-  ui.prompt.addEventListener('input', autoGrow);
-  ui.stop.addEventListener('click', stopGenerating);
-  $('attach').addEventListener('click', () => ui.fileInput.click());
-  ui.fileInput.addEventListener('change', () => {
-    addFiles([...ui.fileInput.files]);
-    ui.fileInput.value = '';
-  });
-  ui.attachments.addEventListener('click', (e) => {
-    const button = e.target.closest('[data-remove]');
-    if (!button) return;
-    state.attachments.remove(Number(button.dataset.remove));
-    renderComposer();
-    ui.prompt.focus();
-  });
-  ui.attachments.addEventListener('change', (e) => {
-    const entry = state.attachments.entries.find((a) => a.key === Number(e.target.dataset.detailKey));
-    if (entry) entry.detail = e.target.value;
-    renderComposer();
-    ui.attachments.querySelector(`[data-detail-key="${e.target.dataset.detailKey}"]`)?.focus();
-  });
-  document.addEventListener('paste', (e) => {
-    const files = imageFiles(e.clipboardData);
-    if (files.length) {
-      e.preventDefault();
-      addFiles(files);
-    }
-  });
-  let dragDepth = 0;
-  const hasFiles = (e) => e.dataTransfer && [...e.dataTransfer.types].includes('Files');
-  window.addEventListener('dragenter', (e) => { if (hasFiles(e)) { dragDepth += 1; ui.dropOverlay.hidden = false; } });
-  window.addEventListener('dragleave', () => { dragDepth = Math.max(0, dragDepth - 1); if (!dragDepth) ui.dropOverlay.hidden = true; });
-  window.addEventListener('dragover', (e) => { if (hasFiles(e)) e.preventDefault(); });
-  window.addEventListener('drop', (e) => {
-    e.preventDefault();
-    dragDepth = 0;
-    ui.dropOverlay.hidden = true;
-    const files = imageFiles(e.dataTransfer);
-    if (files.length) addFiles(files);
-  });
-  ui.messageList.addEventListener('click', onMessageAction);
-  ui.messageList.addEventListener('keydown', (e) => {
-    if (e.target.id === 'edit-box' && e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
-      e.preventDefault();
-      ui.messageList.querySelector('[data-action="edit-send"]').click();
-    } else if (e.target.id === 'edit-box' && e.key === 'Escape') {
-      e.stopPropagation();
-      ui.messageList.querySelector('[data-action="edit-cancel"]').click();
-    }
-  });
-  ui.list.addEventListener('click', (e) => {
-    const del = e.target.closest('[data-delete-id]');
-    if (del) return deleteConversation(del.dataset.deleteId);
-    const open = e.target.closest('[data-id]');
-    if (open) openConversation(state.conversations.find((c) => c.id === open.dataset.id));
-  });
-  $('new-chat').addEventListener('click', () => startNewConversation());
-  ui.clear.addEventListener('click', () => {
-    if (busy() || !state.current.messages.length) return;
-    if (!window.confirm('Clear every message of this conversation?')) return;
-    state.current.messages = [];
-    state.current.title = '';
-    state.editingIndex = -1;
-    persist();
-    pruneImages(usedImageIds());
-    hideError();
-    renderConversation();
-  });
-  $('menu-button').addEventListener('click', () => setDrawer(!document.body.classList.contains('sidebar-open')));
-  $('scrim').addEventListener('click', () => closeSidebar(true));
-  document.addEventListener('keydown', (e) => {
-    if (e.key !== 'Escape' || document.querySelector('dialog[open]')) return;
-    if (document.body.classList.contains('sidebar-open')) closeSidebar(true);
-    else if (busy()) {
-      stopGenerating();
-      ui.prompt.focus();
-    }
-  });
-  ui.retry.addEventListener('click', () => { const retry = state.retryAction; hideError(); if (retry) retry(); });
-  $('error-dismiss').addEventListener('click', hideError);
-  $('open-settings').addEventListener('click', openSettings);
-}
-
-buildPresets();
-wire();
+wireControls({
+  state, ui, busy, send, stopGenerating, addFiles, persist, renderConversation, renderComposer,
+  retryLast, generate, openConversation, startNewConversation, deleteConversation, hideError,
+  usedImageIds, closeSidebar, autoGrow, notice,
+});
 initLightbox();
 initSettings({
   getSettings: () => state.settings,

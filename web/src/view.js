@@ -148,7 +148,7 @@ function groundingView(messages, index, boxes) {
 }
 
 // While nothing is written yet: what the server is doing, with the time it has taken.
-function waitingText(message) {
+export function waitingText(message) {
   const seconds = message.phaseStarted ? Math.floor((Date.now() - message.phaseStarted) / 1000) : 0;
   const time = seconds >= 1 ? ` ${seconds} s` : '';
   switch (message.phase) {
