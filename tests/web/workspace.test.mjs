@@ -238,7 +238,14 @@ test('OCR answers are preformatted text with Copy text, a formatted view and a d
   const download = page.waitForEvent('download');
   await lastAnswer().getByRole('button', { name: 'Download .txt' }).click();
   assert.equal(readFileSync(await (await download).path(), 'utf8'), receipt);
+  await lastAnswer().getByRole('button', { name: 'Beside the image' }).click();
+  await lastAnswer().locator('.side-by-side .ocr-image img').waitFor();
+  const [image, text] = await Promise.all([lastAnswer().locator('.ocr-image').boundingBox(), lastAnswer().locator('.ocr-text').boundingBox()]);
+  assert.ok(text.x >= image.x + image.width - 1, 'text beside the image');
   await page.screenshot({ path: screenshotPath('desktop-light-ocr') });
+  const md = page.waitForEvent('download');
+  await lastAnswer().getByRole('button', { name: 'Download .md' }).click();
+  assert.equal((await md).suggestedFilename().endsWith('.md'), true);
   await lastAnswer().getByRole('button', { name: 'Show formatted' }).click();
   await lastAnswer().locator('.markdown h3').waitFor();
   await lastAnswer().getByRole('button', { name: 'Show raw text' }).click();
@@ -368,6 +375,38 @@ test('context meter; export as JSON (with images) and Markdown, import restores 
   await page.locator('.grounding .box').first().waitFor();
   await page.locator('#import-input').setInputFiles({ name: 'junk.json', mimeType: 'application/json', buffer: Buffer.from('{"a":1}') });
   await page.getByText(/Could not import junk\.json: the file is not a qvl conversation export/).waitFor();
+});
+
+test('sidebar: date groups, search, rename; theme override in settings', async () => {
+  assert.deepEqual(await page.locator('.group-title').allTextContents(), ['Today']);
+  await page.getByRole('searchbox', { name: 'Search conversations' }).fill('image 0');
+  await page.waitForFunction(() => document.querySelectorAll('.conversation').length === 1);
+  assert.equal(await page.locator('.conversation-title').textContent(), 'Image 0?');
+  await page.getByRole('searchbox', { name: 'Search conversations' }).fill('no such words');
+  await page.getByText('No conversation matches.').waitFor();
+  await page.getByRole('searchbox', { name: 'Search conversations' }).fill('');
+  const item = page.locator('.conversation').filter({ hasText: 'Image 0?' });
+  await item.hover();
+  await item.getByRole('button', { name: 'Rename conversation “Image 0?”' }).click();
+  await page.getByLabel('Conversation title').fill('Four colours');
+  await page.getByLabel('Conversation title').press('Enter');
+  await page.locator('.conversation-title', { hasText: 'Four colours' }).waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement.getAttribute('aria-label')), 'Rename conversation “Four colours”');
+  await page.reload();
+  await page.locator('.conversation-title', { hasText: 'Four colours' }).waitFor();
+
+  const background = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  assert.equal(await background(), 'rgb(255, 255, 255)');
+  await page.getByRole('button', { name: 'Settings' }).click();
+  await page.getByLabel('Theme').selectOption('dark');
+  await page.getByRole('button', { name: 'Save' }).click();
+  assert.equal(await background(), 'rgb(23, 24, 27)', 'dark although the system is light');
+  assert.deepEqual(await axeViolations(page), []);
+  await page.screenshot({ path: screenshotPath('desktop-dark-theme-override') });
+  await page.getByRole('button', { name: 'Settings' }).click();
+  await page.getByLabel('Theme').selectOption('');
+  await page.getByRole('button', { name: 'Save' }).click();
+  assert.equal(await background(), 'rgb(255, 255, 255)');
 });
 
 test('phone: long names do not widen the page, presets stay on one row, the drawer keeps focus', async () => {

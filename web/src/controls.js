@@ -16,7 +16,7 @@ const $ = (id) => document.getElementById(id);
 export function wireControls(app) {
   const { state, ui, busy, send, stopGenerating, addFiles, persist, renderConversation, renderComposer,
     retryLast, generate, openConversation, startNewConversation, deleteConversation, hideError,
-    usedImageIds, closeSidebar, autoGrow, notice } = app;
+    usedImageIds, closeSidebar, autoGrow, notice, drawSidebar } = app;
 
   // ---- message actions ---------------------------------------------------------------------
   function onMessageAction(event) {
@@ -40,6 +40,13 @@ export function wireControls(app) {
     switch (button.dataset.action) {
       case 'copy': copyText(messages[index].text, button); break;
       case 'download-text': downloadText(`${(state.current.title || 'text').slice(0, 40)}.txt`, messages[index].text); break;
+      case 'download-md': downloadText(`${(state.current.title || 'text').slice(0, 40)}.md`, messages[index].text, 'text/markdown'); break;
+      case 'ocr-side':
+        messages[index].side = !messages[index].side;
+        persist();
+        renderConversation();
+        ui.messageList.querySelector(`li[data-index="${index}"] [data-action="ocr-side"]`)?.focus();
+        break;
       case 'ocr-toggle':
         messages[index].rendered = !messages[index].rendered;
         persist();
@@ -156,6 +163,14 @@ export function wireControls(app) {
     ui.list.addEventListener('click', (e) => {
       const del = e.target.closest('[data-delete-id]');
       if (del) return deleteConversation(del.dataset.deleteId);
+      const rename = e.target.closest('button[data-rename-id]');
+      if (rename) {
+        state.renaming = rename.dataset.renameId;
+        drawSidebar();
+        $('rename-input').focus();
+        $('rename-input').select();
+        return undefined;
+      }
       const open = e.target.closest('[data-id]');
       if (open) openConversation(state.conversations.find((c) => c.id === open.dataset.id));
     });
@@ -186,6 +201,30 @@ export function wireControls(app) {
     $('open-settings').addEventListener('click', openSettings);
   }
 
+
+  // Search and rename in the conversation list.
+  $('search').addEventListener('input', () => {
+    state.query = $('search').value;
+    drawSidebar();
+  });
+  const finishRename = (save) => {
+    const input = $('rename-input');
+    if (!input || !state.renaming) return;
+    const c = state.conversations.find((x) => x.id === input.dataset.renameId);
+    state.renaming = null;
+    if (save && c && input.value.trim()) {
+      c.title = input.value.trim().slice(0, 80);
+      persist();
+    }
+    renderConversation();
+    ui.list.querySelector(`[data-rename-id="${c ? c.id : ''}"]`)?.focus();
+  };
+  ui.list.addEventListener('keydown', (e) => {
+    if (e.target.id !== 'rename-input') return;
+    if (e.key === 'Enter') { e.preventDefault(); finishRename(true); }
+    if (e.key === 'Escape') { e.stopPropagation(); finishRename(false); }
+  });
+  ui.list.addEventListener('focusout', (e) => { if (e.target.id === 'rename-input') finishRename(true); });
 
   const fileName = (ext) => `${(state.current.title || 'conversation').replace(/[^\w .-]+/g, '_').slice(0, 50)}.${ext}`;
   $('export-json').addEventListener('click', async () => downloadText(fileName('json'), await conversationJson(state.current), 'application/json'));

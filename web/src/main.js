@@ -5,7 +5,7 @@ import { buildRequest, contextPlan, newConversation, statsFrom, titleFor } from 
 import { PRESETS } from './presets.js';
 import { getCachedImage, loadConversations, loadImages, loadSettings, pruneImages, putImage, saveConversations, saveSettings } from './store.js';
 import { fillAssistant, refreshWaiting, renderMessages } from './view.js';
-import { initSettings, openSettings } from './settings.js';
+import { applyTheme, initSettings, openSettings } from './settings.js';
 import { Attachments, renderAttachments } from './attachments.js';
 import { startMonitor } from './monitor.js';
 import { initLightbox } from './lightbox.js';
@@ -35,6 +35,8 @@ const state = {
   editingIndex: -1,
   retryAction: null,
   countdown: 0,
+  query: '',
+  renaming: null,
 };
 
 // ---- persistence -------------------------------------------------------------------------
@@ -56,6 +58,10 @@ function usedImageIds() {
 // ---- rendering ---------------------------------------------------------------------------
 const busy = () => state.controller !== null;
 
+function drawSidebar() {
+  renderSidebar(ui.list, state.conversations, state.current, { query: state.query, renaming: state.renaming });
+}
+
 function renderConversation() {
   const c = state.current;
   ui.title.textContent = c.title || 'New chat';
@@ -67,7 +73,7 @@ function renderConversation() {
   const maxImages = state.props && state.props.image && state.props.image.max_images_per_request;
   renderMessages(ui.messageList, c.messages, { busy: busy(), editingIndex: state.editingIndex, dropped, maxImages });
   ui.clear.disabled = c.messages.length === 0 || busy();
-  renderSidebar(ui.list, state.conversations, state.current);
+  drawSidebar();
 }
 
 function renderComposer() {
@@ -210,7 +216,7 @@ function deleteConversation(id) {
     const next = [...state.conversations].sort((a, b) => b.updated - a.updated)[0];
     if (next) openConversation(next); else startNewConversation(false);
   } else {
-    renderSidebar(ui.list, state.conversations, state.current);
+    drawSidebar();
   }
   undoToast(`Deleted “${victim.title || 'New chat'}”.`, () => {
     state.conversations.push(victim);
@@ -427,10 +433,11 @@ function autoGrow() {
   ui.prompt.style.height = `${Math.min(ui.prompt.scrollHeight, 240)}px`;
 }
 
+applyTheme(state.settings.theme);
 wireControls({
   state, ui, busy, send, stopGenerating, addFiles, persist, renderConversation, renderComposer,
   retryLast, generate, openConversation, startNewConversation, deleteConversation, hideError,
-  usedImageIds, closeSidebar, autoGrow, notice,
+  usedImageIds, closeSidebar, autoGrow, notice, drawSidebar,
 });
 initLightbox();
 initSettings({
@@ -439,6 +446,7 @@ initSettings({
   onSave: (settings) => {
     state.settings = settings;
     saveSettings(settings);
+    applyTheme(settings.theme);
     refreshProps();
     renderConversation();
   },

@@ -160,8 +160,8 @@ export function waitingText(message) {
 
 // OCR answers are text, not Markdown: shown as written (line breaks, columns, # lines kept),
 // with a toggle to the rendered view.
-function ocrBody(message, index) {
-  const body = el('div', 'ocr');
+function ocrBody(message, index, images) {
+  const body = el('div', message.side && images.length ? 'ocr side-by-side' : 'ocr');
   const bar = el('div', 'ocr-bar');
   const toggle = el('button', 'link-button', message.rendered ? 'Show raw text' : 'Show formatted');
   toggle.type = 'button';
@@ -176,17 +176,36 @@ function ocrBody(message, index) {
   download.type = 'button';
   download.dataset.action = 'download-text';
   download.dataset.index = String(index);
-  bar.append(el('span', 'ocr-label', 'Text read from the image'), toggle, copy, download);
+  const markdown = el('button', 'link-button', 'Download .md');
+  markdown.type = 'button';
+  markdown.dataset.action = 'download-md';
+  markdown.dataset.index = String(index);
+  bar.append(el('span', 'ocr-label', 'Text read from the image'), toggle, copy, download, markdown);
+  if (images.length) {
+    const side = el('button', 'link-button', 'Beside the image');
+    side.type = 'button';
+    side.dataset.action = 'ocr-side';
+    side.dataset.index = String(index);
+    side.setAttribute('aria-pressed', String(!!message.side));
+    bar.append(side);
+  }
   body.append(bar);
+  const content = el('div', 'ocr-content');
+  if (message.side && images.length) {
+    const figure = el('div', 'ocr-image');
+    for (const image of images) figure.append(zoomable(image, 'message-image'));
+    content.append(figure);
+  }
   if (message.rendered) {
     const md = el('div', 'markdown');
     renderInto(md, message.text);
-    body.append(md);
+    content.append(md);
   } else {
     const pre = el('pre', 'ocr-text', message.text);
     pre.tabIndex = 0;
-    body.append(pre);
+    content.append(pre);
   }
+  body.append(content);
   return body;
 }
 
@@ -206,7 +225,7 @@ export function fillAssistant(li, messages, index, isLast, busy) {
   const preset = message.preset || (question && question.preset);
   let body = el('div', 'markdown');
   if (message.text && preset === 'ocr' && message.state !== 'streaming') {
-    body = ocrBody(message, index);
+    body = ocrBody(message, index, questionImages(messages, index));
   } else if (message.text && preset === 'ocr') {
     body.append(el('pre', 'ocr-text', message.text));
   } else if (message.text) {
