@@ -41,12 +41,12 @@ export function foreignRequests(log, origin) {
 }
 
 // A text/event-stream body like qvl's, for page.route to answer with.
-export function sseBody(pieces, { timings = {}, usage = {} } = {}) {
+export function sseBody(pieces, { timings = {}, usage = {}, finish = 'stop' } = {}) {
   const chunk = (delta, finish = null) => ({
     id: 'chatcmpl-test', object: 'chat.completion.chunk', created: 1, model: 'tiny',
     choices: [{ index: 0, delta, finish_reason: finish }],
   });
-  const events = [chunk({ role: 'assistant', content: '' }), ...pieces.map((p) => chunk({ content: p })), chunk({}, 'stop'),
+  const events = [chunk({ role: 'assistant', content: '' }), ...pieces.map((p) => chunk({ content: p })), chunk({}, finish),
     { id: 'chatcmpl-test', object: 'chat.completion.chunk', created: 1, model: 'tiny', choices: [],
       usage: { prompt_tokens: 90, completion_tokens: pieces.length, total_tokens: 90 + pieces.length, ...usage },
       timings: { ttft_ms: 42, completion_tokens_per_second: 123.4, image_tokens: 77, prompt_tokens: 90, ...timings } }];

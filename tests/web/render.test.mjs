@@ -68,6 +68,8 @@ test('the page is served with a strict CSP, right types and caching', async () =
   assert.equal(typeof props.context_length, 'number');
   assert.equal(typeof props.default_sampling.temperature, 'number');
   assert.equal(typeof props.image.high_detail_max_tokens, 'number');
+  assert.match(props.runtime.weights, /^(exact|bf16|q8|q4)$/, 'the weight type, for the page\'s monitor');
+  assert.ok(Number.isInteger(props.runtime.threads) && props.runtime.threads > 0);
 });
 
 test('Shift+Enter is a new line, Enter sends; settings placeholders come from the server', async () => {

@@ -223,6 +223,33 @@ test('a 429 counts down and retries once by itself; a queued request says so; Es
   reply = () => sseBody(['Hello']);
 });
 
+test('Continue resumes an answer cut short; Regenerate keeps the old answer as a version', async () => {
+  reply = () => sseBody(['Part one'], { finish: 'length' });
+  await ask('Long story');
+  await lastAnswer().getByText('Reached the max tokens limit.').waitFor();
+  reply = () => sseBody([' and part two.']);
+  await lastAnswer().getByRole('button', { name: 'Continue' }).click();
+  await page.locator('.message.assistant.done', { hasText: 'Part one and part two.' }).waitFor();
+  const sent = bodies.at(-1).messages.slice(-3);
+  assert.deepEqual(sent.map((m) => m.role), ['user', 'assistant', 'user']);
+  assert.equal(sent[1].content, 'Part one');
+  assert.match(sent[2].content, /Continue your previous answer/);
+  assert.equal(await page.locator('.message.assistant').filter({ hasText: 'Part one' }).count(), 1, 'one answer, continued in place');
+
+  reply = () => sseBody(['Another take.']);
+  await lastAnswer().getByRole('button', { name: 'Regenerate' }).click();
+  await page.locator('.message.assistant.done', { hasText: 'Another take.' }).waitFor();
+  assert.equal(await lastAnswer().locator('.version-count').textContent(), '2 / 2');
+  await lastAnswer().getByRole('button', { name: 'Previous version' }).click();
+  await page.locator('.message.assistant', { hasText: 'Part one and part two.' }).waitFor();
+  assert.equal(await lastAnswer().locator('.version-count').textContent(), '1 / 2');
+  await page.screenshot({ path: screenshotPath('desktop-light-versions') });
+  // The next question carries the version on screen.
+  reply = () => sseBody(['ok']);
+  await ask('Thanks');
+  assert.equal(bodies.at(-1).messages.at(-2).content, 'Part one and part two.');
+});
+
 test('OCR answers are preformatted text with Copy text, a formatted view and a download', async () => {
   const receipt = '# 42 MAIN ST\nMilk        1.99\nBread       2.49\n-- TOTAL    4.48';
   reply = () => sseBody([receipt]);

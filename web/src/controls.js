@@ -16,7 +16,7 @@ const $ = (id) => document.getElementById(id);
 export function wireControls(app) {
   const { state, ui, busy, send, stopGenerating, addFiles, persist, renderConversation, renderComposer,
     retryLast, generate, openConversation, startNewConversation, deleteConversation, hideError,
-    usedImageIds, closeSidebar, autoGrow, notice, drawSidebar } = app;
+    usedImageIds, closeSidebar, autoGrow, notice, drawSidebar, continueAnswer } = app;
 
   // ---- message actions ---------------------------------------------------------------------
   function onMessageAction(event) {
@@ -58,6 +58,17 @@ export function wireControls(app) {
         persist();
         renderConversation();
         break;
+      case 'continue': continueAnswer(messages[index]); break;
+      case 'version': {
+        const m = messages[index];
+        const i = m.version + Number(button.dataset.step);
+        if (!m.versions || i < 0 || i >= m.versions.length) break;
+        Object.assign(m, m.versions[i], { version: i });
+        persist();
+        renderConversation();
+        ui.messageList.querySelector(`li[data-index="${index}"] [data-action="version"][data-step="${button.dataset.step}"]`)?.focus();
+        break;
+      }
       case 'regenerate': retryLast(state.current); break;
       case 'edit':
         state.editingIndex = index;

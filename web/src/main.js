@@ -237,6 +237,9 @@ function imageLimits() {
   };
 }
 
+// File names in messages: long ones keep their start and their extension.
+const shortName = (name) => (name.length > 48 ? `${name.slice(0, 32)}…${name.slice(-12)}` : name);
+
 function addFiles(files) {
   const limits = imageLimits();
   const conversation = state.current;
@@ -246,13 +249,13 @@ function addFiles(files) {
       break;
     }
     state.attachments.add(file, conversation.id, limits, (entry, error, duplicate) => {
-      if (duplicate) notice(`${error.message}.`);
-      else if (error) notice(`Could not add ${entry.name}: ${error.message}.`);
+      if (duplicate) notice(`${shortName(entry.name)} is attached already.`);
+      else if (error) notice(`Could not add ${shortName(entry.name)}: ${error.message.replace(entry.name, 'it')}.`);
       else {
         const p = entry.prepared;
-        if (p.converted) notice(`${p.name} was converted from ${p.converted} to PNG (the server reads JPEG, PNG, WebP, GIF and BMP).`);
-        if (p.padded) notice(`${p.name} is ${p.originalWidth}×${p.originalHeight}, thinner than the ${MAX_ASPECT_RATIO}:1 the model accepts: it was padded to ${p.width}×${p.height}.`);
-        else if (p.scaled) notice(`${p.name} was scaled to ${p.width}×${p.height}, the most the model can use.`);
+        if (p.converted) notice(`${shortName(p.name)} was converted from ${p.converted} to PNG (the server reads JPEG, PNG, WebP, GIF and BMP).`);
+        if (p.padded) notice(`${shortName(p.name)} is ${p.originalWidth}×${p.originalHeight}, thinner than the ${MAX_ASPECT_RATIO}:1 the model accepts: it was padded to ${p.width}×${p.height}.`);
+        else if (p.scaled) notice(`${shortName(p.name)} was scaled to ${p.width}×${p.height}, the most the model can use.`);
       }
       if (state.current === conversation) renderComposer();
     });
@@ -265,14 +268,23 @@ function stopGenerating() {
   if (state.controller) state.controller.abort();
 }
 
-async function generate(autoRetry = true) {
+// What an answer version keeps (Regenerate adds a version; the others stay to flip through).
+const snapshot = ({ text, stats, finish, state: s }) => ({ text, stats, finish, state: s });
+const CONTINUE_PROMPT = 'Continue your previous answer exactly where it stopped. Do not repeat anything.';
+
+// Answers the conversation's last question. `previous`: the answer being regenerated (kept as
+// a version); `resume`: an answer cut short, continued in place.
+async function generate(autoRetry = true, { previous = null, resume = null } = {}) {
   const conversation = state.current;
   const messages = conversation.messages;
-  const userIndex = messages.length - 1;
+  const userIndex = resume ? messages.indexOf(resume) - 1 : messages.length - 1;
   const question = messages[userIndex];
-  const answer = { role: 'assistant', text: '', state: 'streaming', stats: null, finish: null, preset: question.preset,
-    phase: 'sending', phaseStarted: Date.now(), hasImages: (question.images || []).length > 0 };
-  messages.push(answer);
+  const resumeText = resume ? resume.text : '';
+  const answer = resume || { role: 'assistant', text: '', state: 'streaming', stats: null, finish: null, preset: question.preset };
+  Object.assign(answer, { state: 'streaming', finish: null, phase: 'sending', phaseStarted: Date.now(),
+    hasImages: !resume && (question.images || []).length > 0 });
+  if (previous && previous.text) answer.versions = previous.versions ? previous.versions.slice() : [snapshot(previous)];
+  if (!resume) messages.push(answer);
   const controller = new AbortController();
   state.controller = controller;
   hideError();
@@ -309,6 +321,7 @@ async function generate(autoRetry = true) {
   }, 1000);
   try {
     const body = buildRequest(conversation, userIndex, state.settings, state.props);
+    if (resume) body.messages.push({ role: 'assistant', content: resumeText }, { role: 'user', content: CONTINUE_PROMPT });
     const result = await streamChat(body, {
       apiKey: state.settings.apiKey,
       signal: controller.signal,
@@ -334,8 +347,9 @@ async function generate(autoRetry = true) {
       answer.stats = { ttftMs: firstAt ? firstAt - started : null, tokensPerSecond: l.tokensPerSecond, completionTokens: pieces || null, approximate: true, elapsedMs: l.elapsedMs };
     } else {
       const failure = error instanceof ApiFailure ? error : new ApiFailure('stream', error.message);
-      if (answer.text) answer.state = 'error';
-      else messages.splice(messages.indexOf(answer), 1);
+      if (answer.text !== resumeText || (answer.text && !resume)) answer.state = 'error';
+      else if (resume) answer.state = 'stopped';
+      else messages.splice(messages.indexOf(answer), 1, ...(previous && previous.text ? [previous] : []));
       if (!retryable(failure)) {
         refuse(conversation, question, failure);
       } else if (failure.status === 429 && autoRetry) {
@@ -350,6 +364,11 @@ async function generate(autoRetry = true) {
     cancelAnimationFrame(frame);
     delete answer.live;
     delete answer.phase;
+    if (answer.versions && messages.includes(answer)) {
+      if (resume && answer.version !== undefined) answer.versions[answer.version] = snapshot(answer);
+      else answer.versions.push(snapshot(answer));
+      answer.version = resume && answer.version !== undefined ? answer.version : answer.versions.length - 1;
+    }
     state.controller = null;
     conversation.updated = Date.now();
     persist();
@@ -381,9 +400,10 @@ function refuse(conversation, question, failure) {
 function retryLast(conversation, autoRetry = true) {
   if (busy() || state.current !== conversation) return;
   const messages = conversation.messages;
-  while (messages.length && messages[messages.length - 1].role === 'assistant') messages.pop();
+  let previous = null;
+  while (messages.length && messages[messages.length - 1].role === 'assistant') previous = messages.pop();
   if (!messages.length || messages[messages.length - 1].failed) return;
-  generate(autoRetry);
+  generate(autoRetry, { previous: previous && previous.state !== 'error' ? previous : null });
 }
 
 function send() {
@@ -438,6 +458,7 @@ wireControls({
   state, ui, busy, send, stopGenerating, addFiles, persist, renderConversation, renderComposer,
   retryLast, generate, openConversation, startNewConversation, deleteConversation, hideError,
   usedImageIds, closeSidebar, autoGrow, notice, drawSidebar,
+  continueAnswer: (message) => { if (!busy()) generate(true, { resume: message }); },
 });
 initLightbox();
 initSettings({

@@ -254,7 +254,23 @@ export function fillAssistant(li, messages, index, isLast, busy) {
   }
   if (message.state !== 'streaming') {
     const actions = el('div', 'message-actions');
+    if (message.versions && message.versions.length > 1) {
+      const nav = el('span', 'versions');
+      const prev = actionButton('‹', 'version', index);
+      prev.dataset.step = '-1';
+      prev.setAttribute('aria-label', 'Previous version');
+      prev.disabled = busy || message.version === 0;
+      const next = actionButton('›', 'version', index);
+      next.dataset.step = '1';
+      next.setAttribute('aria-label', 'Next version');
+      next.disabled = busy || message.version === message.versions.length - 1;
+      nav.append(prev, el('span', 'version-count', `${message.version + 1} / ${message.versions.length}`), next);
+      actions.append(nav);
+    }
     actions.append(actionButton('Copy', 'copy', index));
+    if (isLast && !busy && (message.finish === 'length' || message.state === 'stopped') && message.text) {
+      actions.append(actionButton('Continue', 'continue', index));
+    }
     if (isLast && !busy) actions.append(actionButton('Regenerate', 'regenerate', index));
     li.append(actions);
   }
