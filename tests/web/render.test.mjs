@@ -121,7 +121,7 @@ test('Find objects draws labelled boxes from a grounding answer', async () => {
 test('model output cannot inject HTML or script; code blocks render with a copy button', async () => {
   reply = () => sseBody(['# Title\n\n<script>window.pwned = 1</script>\n<img src=x onerror="window.pwned = 2">\n',
     '[click](javascript:window.pwned=3) and ![remote](http://198.51.100.1/x.png)\n\n',
-    '```python\nprint("<b>hi</b>")\n```\n']);
+    '```python\nprint("<b>hi</b>")\n```\n\n\\[x^2 + \\sqrt{2}\\]\n']);
   await question().fill('Show me code');
   await question().press('Enter');
   await page.locator('.message.assistant.done').last().waitFor();
@@ -131,6 +131,9 @@ test('model output cannot inject HTML or script; code blocks render with a copy 
   assert.match(await md.textContent(), /<script>window\.pwned = 1<\/script>/, 'shown as text');
   assert.equal(await md.locator('a[href^="javascript"]').count(), 0);
   assert.equal(await md.locator('code.language-python').textContent(), 'print("<b>hi</b>")\n');
+  // Under the page's strict CSP: KaTeX typesets (no inline style markup), code is coloured.
+  await md.locator('.math-display .katex-display').waitFor();
+  await md.locator('code.hljs').waitFor();
   assert.equal(await page.evaluate(() => window.pwned), undefined);
   await md.getByRole('button', { name: 'Copy code' }).click();
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), 'print("<b>hi</b>")\n');

@@ -295,6 +295,24 @@ test('Markdown keeps table alignment, demotes headings, code and tables scroll b
   assert.deepEqual(moderate.filter((v) => v.startsWith('heading-order')), []);
 });
 
+test('maths is typeset by KaTeX and code coloured, from a bundle loaded only then', async () => {
+  assert.equal(log.requests.some((u) => u.includes('/assets/rich.')), false, 'not part of the first load');
+  reply = () => sseBody(['Euler: \\(e^{i\\pi} + 1 = 0\\), and it costs $5 or $10.\n\n$$\n\\int_0^1 x^2\\,dx = \\frac{1}{3}\n$$\n\n',
+    '```python\ndef f(x):\n    return "hi"  # greet\n```\n']);
+  await ask('Maths and code');
+  const answer = lastAnswer();
+  await answer.locator('.math-inline .katex').waitFor();
+  await answer.locator('.math-display .katex-display').waitFor();
+  await answer.locator('code.hljs .hljs-keyword').first().waitFor();
+  assert.match(await answer.locator('.markdown p').first().textContent(), /costs \$5 or \$10/, 'prices are not maths');
+  assert.equal(await answer.locator('.hljs-string').first().textContent(), '"hi"');
+  // KaTeX's fonts come from the server.
+  await page.waitForFunction(() => document.fonts.check('16px KaTeX_Main'));
+  assert.ok(log.requests.some((u) => /\/assets\/KaTeX_Main-Regular\.\w+\.woff2$/.test(u)));
+  assert.deepEqual(await axeViolations(page), []);
+  await page.screenshot({ path: screenshotPath('desktop-light-maths-code') });
+});
+
 test('grounding on several images: a choice and a hint, object list, labels, downloads, lightbox', async () => {
   await newChat();
   await pasteImages(page, [{ name: 'left.png', width: 200, height: 100, colour: '#446688' },
