@@ -81,11 +81,14 @@ export async function pasteImages(page, specs) {
 }
 
 // axe-core's serious and critical violations on the page as it is (needs bypassCSP).
-export async function axeViolations(page, { impacts = ['serious', 'critical'] } = {}) {
+// `scope`: a CSS selector to check only that part; `rules`: only these rules (e.g. after a
+// theme change, 'color-contrast').
+export async function axeViolations(page, { impacts = ['serious', 'critical'], scope = null, rules = null } = {}) {
   if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) {
     await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
   }
-  const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  const result = await page.evaluate(([selector, only]) => window.axe.run(selector ? { include: [[selector]] } : document,
+    { resultTypes: ['violations'], ...(only ? { runOnly: { type: 'rule', values: only } } : {}) }), [scope, rules]);
   return result.violations.filter((v) => impacts.includes(v.impact))
     .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')}`);
 }
