@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { axeViolations, foreignRequests, pasteImages, screenshotPath, sseBody } from './browser.mjs';
-import { W, ask, lastAnswer, newChat, preset, question, ready, replay, sentImages, startWorkspace, stopWorkspace } from './canned.mjs';
+import { W, ask, lastAnswer, newChat, preset, question, ready, startWorkspace, stopWorkspace } from './canned.mjs';
 
 let page;
 let log;
@@ -187,4 +187,9 @@ test('sidebar: date groups, search, rename; theme override in settings', async (
   await page.getByLabel('Theme').selectOption('');
   await page.getByRole('button', { name: 'Save' }).click();
   assert.equal(await background(), 'rgb(255, 255, 255)');
+});
+
+test('no request leaves the server origin and the page logs no errors', async () => {
+  assert.deepEqual(foreignRequests(log, server.url), []);
+  assert.deepEqual(log.errors, []);
 });

@@ -3,7 +3,7 @@
 import { ApiFailure, fetchProps, streamChat } from './api.js';
 import { buildRequest, contextPlan, newConversation, statsFrom, titleFor } from './chat.js';
 import { PRESETS } from './presets.js';
-import { getCachedImage, loadConversations, loadImages, loadSettings, pruneImages, putImage, saveConversations, saveSettings } from './store.js';
+import { loadConversations, loadImages, loadSettings, pruneImages, putImage, saveConversations, saveSettings } from './store.js';
 import { fillAssistant, refreshWaiting, renderMessages } from './view.js';
 import { applyTheme, initSettings, openSettings } from './settings.js';
 import { Attachments, renderAttachments } from './attachments.js';
