@@ -87,3 +87,26 @@ test('while nothing is written: queued, then reading the image with the elapsed 
   assert.equal(waitingText({ phase: 'reading', hasImages: true, phaseStarted: Date.now() - 4200 }), 'Reading image… 4 s');
   assert.equal(waitingText({ phase: 'reading', hasImages: false, phaseStarted: Date.now() - 1500 }), 'Reading the question… 1 s');
 });
+
+test('formats: what the server reads passes; AVIF, HEIC, animated WebP and RLE BMP are re-encoded', async () => {
+  const { serverFormat } = await import('../../web/src/images.js');
+  const bytes = (...parts) => {
+    const out = new Uint8Array(64);
+    let at = 0;
+    for (const p of parts) for (const b of typeof p === 'string' ? [...p].map((c) => c.charCodeAt(0)) : p) out[at++] = b;
+    return out;
+  };
+  assert.equal(serverFormat(bytes([0xff, 0xd8, 0xff, 0xe0])), 'JPEG');
+  assert.equal(serverFormat(bytes([0x89], 'PNG\r\n\x1a\n')), 'PNG');
+  assert.equal(serverFormat(bytes('GIF89a')), 'GIF');
+  assert.equal(serverFormat(bytes('RIFF', [0, 0, 0, 0], 'WEBPVP8 ')), 'WebP');
+  const animated = bytes('RIFF', [0, 0, 0, 0], 'WEBPVP8X', [0, 0, 0, 0, 0x02]);
+  assert.equal(serverFormat(animated), null);
+  const bmp = bytes('BM');
+  assert.equal(serverFormat(bmp), 'BMP');
+  bmp[30] = 1;
+  assert.equal(serverFormat(bmp), null, 'RLE8 BMP');
+  assert.equal(serverFormat(bytes([0, 0, 0, 0x1c], 'ftypavif')), null);
+  assert.equal(serverFormat(bytes([0, 0, 0, 0x18], 'ftypheic')), null);
+  assert.equal(serverFormat(bytes('<svg xmlns="http://www.w3.org/2000/svg">')), null);
+});

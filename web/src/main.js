@@ -158,7 +158,9 @@ function busyCountdown(failure, conversation) {
 }
 
 // ---- model status ------------------------------------------------------------------------
+let propsPending = false;
 async function refreshProps() {
+  propsPending = true;
   try {
     state.props = await fetchProps(state.settings.apiKey);
     ui.status.dataset.state = 'ready';
@@ -170,6 +172,8 @@ async function refreshProps() {
     const loading = error.status === 503;
     ui.status.dataset.state = loading ? 'loading' : 'error';
     ui.statusText.textContent = loading ? 'Loading the model…' : error.status === 401 ? 'API key needed (Settings)' : 'Server unreachable';
+  } finally {
+    propsPending = false;
   }
 }
 
@@ -180,7 +184,7 @@ function onReachable(reachable) {
   } else if (reachable === 'loading') {
     ui.status.dataset.state = 'loading';
     ui.statusText.textContent = 'Loading the model…';
-  } else if (ui.status.dataset.state !== 'ready' || !state.props) {
+  } else if ((ui.status.dataset.state !== 'ready' || !state.props) && !propsPending) {
     refreshProps();
   }
 }
@@ -474,4 +478,5 @@ initSettings({
 });
 const latest = [...state.conversations].sort((a, b) => b.updated - a.updated)[0];
 if (latest) openConversation(latest); else startNewConversation(false);
+refreshProps();
 const monitor = startMonitor({ chip: ui.monitor, onReachable, getRuntime: () => state.props && state.props.runtime });
