@@ -77,9 +77,10 @@ test('Send waits for an image being prepared, which never joins another conversa
     prompt.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true, cancelable: true }));
     seen.messages = document.querySelectorAll('.message').length;
     seen.name = document.querySelector('.attachment.pending .tile-name').textContent;
+    seen.meta = /^(Reading|Decoding)… [\d.]+ (KB|MB)$/.test(document.querySelector('.attachment.pending .tile-meta').textContent);
     return seen;
   });
-  assert.deepEqual(state, { pending: true, disabled: true, messages: 0, name: 'big-noise.png' });
+  assert.deepEqual(state, { pending: true, disabled: true, messages: 0, name: 'big-noise.png', meta: true });
   await page.screenshot({ path: screenshotPath('desktop-light-pending') });
   // Another conversation while it is prepared: it stays with the one it was added to.
   await page.locator('.conversation-open').filter({ hasText: 'What is this?' }).click();

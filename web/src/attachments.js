@@ -25,10 +25,14 @@ export class Attachments {
   remove(key) { this.entries = this.entries.filter((e) => e.key !== key); }
 
   // Adds a file; `done(entry, error)` runs when it is ready or refused (then it is removed).
-  add(file, conversationId, limits, done) {
-    const entry = { key: nextKey++, conversation: conversationId, status: 'pending', name: file.name || 'pasted image', size: file.size, image: null, detail: null };
+  add(file, conversationId, limits, done, progress = () => {}) {
+    const entry = { key: nextKey++, conversation: conversationId, status: 'pending', stage: 'reading', name: file.name || 'pasted image', size: file.size, image: null, detail: null };
     this.entries.push(entry);
-    prepareImage(file, limits).then(async (image) => {
+    const onStage = (stage) => {
+      entry.stage = stage;
+      if (this.entries.includes(entry)) progress(entry);
+    };
+    prepareImage(file, limits, onStage).then(async (image) => {
       if (!this.entries.includes(entry)) return;  // removed while it was being prepared
       if (this.of(conversationId).some((e) => e.image && e.image.id === image.id)) {
         this.remove(entry.key);
@@ -102,7 +106,8 @@ export function renderAttachments(list, summary, entries, props, defaultDetail) 
       spinner.setAttribute('aria-hidden', 'true');
       li.append(spinner);
       li.setAttribute('aria-busy', 'true');
-      meta.textContent = `Preparing… ${formatBytes(entry.size)}`;
+      const stage = { reading: 'Reading', decoding: 'Decoding', redrawing: 'Resizing' }[entry.stage] || 'Preparing';
+      meta.textContent = `${stage}… ${formatBytes(entry.size)}`;
       info.append(name, meta);
     } else {
       li.append(thumbnail(entry.image, 'attachment-thumb'));

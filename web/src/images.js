@@ -61,7 +61,8 @@ function formatName(file, bytes) {
 
 // file -> { id, dataUrl, width, height, name, size, scaled, padded, converted, ... }.
 // `limits`: { maxBytes, maxPixels, maxAspect }. Throws an Error whose message says why.
-export async function prepareImage(file, limits) {
+// `onStage(name)` hears 'decoding' and 'redrawing' as they start (large images take seconds).
+export async function prepareImage(file, limits, onStage = () => {}) {
   if (file.type && !file.type.startsWith('image/')) throw new Error(`${file.name} is not an image`);
   const bytes = new Uint8Array(await file.arrayBuffer());
   const id = contentHash(bytes);
@@ -70,6 +71,7 @@ export async function prepareImage(file, limits) {
   const objectUrl = URL.createObjectURL(file);
   try {
     let img;
+    onStage('decoding');
     try {
       img = await decode(objectUrl);
     } catch {
@@ -89,6 +91,7 @@ export async function prepareImage(file, limits) {
     }
     // Redrawn: smaller when far above the model's largest budget (same aspect ratio), padded
     // (white, centred) when too long and thin for the model, as PNG when not a server format.
+    onStage('redrawing');
     const scale = tooBig ? Math.min(1, Math.sqrt(limits.maxPixels / pixels)) : 1;
     const drawW = Math.max(1, Math.round(width * scale));
     const drawH = Math.max(1, Math.round(height * scale));

@@ -262,7 +262,7 @@ function addFiles(files) {
         else if (p.scaled) notice(`${shortName(p.name)} was scaled to ${p.width}×${p.height}, the most the model can use.`);
       }
       if (state.current === conversation) renderComposer();
-    });
+    }, () => { if (state.current === conversation) renderComposer(); });
   }
   renderComposer();
 }
