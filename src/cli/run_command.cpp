@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "base/thread_pool.h"
 #include "cli/conversation.h"
 #include "cli/sampling_flags.h"
 #include "hub/model_pull.h"
@@ -24,6 +25,7 @@ struct RunOptions {
   std::string quant;         // empty: q8 for a folder, as stored for a pre-packed file
   std::string lm_head;       // empty: the default for quant
   std::string vision_quant;  // empty: bf16 for a folder, as stored for a pre-packed file
+  std::string kv_type;       // empty: f16
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;
   bool json = false;
@@ -63,6 +65,7 @@ void run(const RunOptions& o) {
   eo.quant = o.quant;
   eo.lm_head = o.lm_head;
   eo.vision_quant = o.vision_quant;
+  eo.kv_type = o.kv_type;
   eo.image_min_tokens = o.image_min_tokens;
   eo.image_max_tokens = o.image_max_tokens;
   auto engine = Engine::load(eo);
@@ -82,8 +85,8 @@ void run(const RunOptions& o) {
   if (!o.json) {
     stream = [](const std::string& delta) {
       std::fwrite(delta.data(), 1, delta.size(), stdout);
-      std::fflush(stdout);
-      return true;
+      // Nobody can read the answer (a full disk, a closed pipe): stop generating it.
+      return std::fflush(stdout) == 0 && !std::ferror(stdout);
     };
   }
   const GenerationResult r = engine->generate(req, stream);
@@ -129,7 +132,8 @@ void add_run_command(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--messages", opts->messages_file,
                   "OpenAI-style messages JSON (image parts: file:// paths or data: URIs)");
-  cmd->add_option("--threads", opts->threads, "Threads (default: physical cores)");
+  cmd->add_option("--threads", opts->threads, "Threads (default: physical cores)")
+      ->check(CLI::Range(0, ThreadPool::kMaxThreads));
   cmd->add_option("--quant", opts->quant,
                   "Weights: exact (fp32 oracle), bf16, q8 or q4 (default: q8 for a folder, as "
                   "stored for a pre-packed file)")
@@ -142,6 +146,9 @@ void add_run_command(CLI::App& app) {
                   "Vision tower's big matrices: bf16 or q8 (default: bf16 for a folder, as stored "
                   "for a pre-packed file)")
       ->check(CLI::IsMember({"bf16", "q8"}));
+  cmd->add_option("--kv-type", opts->kv_type,
+                  "KV cache with bf16/q8/q4 weights: f16 (default) or q8 (8-bit, 0.56x the memory)")
+      ->check(CLI::IsMember({"f16", "q8"}));
   cmd->add_option("--image-min-tokens", opts->image_min_tokens,
                   "Fewest tokens per image (1 token = 32x32 px; default 64)");
   cmd->add_option("--image-max-tokens", opts->image_max_tokens,

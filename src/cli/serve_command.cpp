@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/mapped_file.h"
+#include "base/thread_pool.h"
 #include "hub/model_pull.h"
 #include "server/server.h"
 
@@ -122,13 +123,19 @@ void add_serve_command(CLI::App& app) {
                    "Vision tower's big matrices: bf16 or q8 (default: bf16 for a folder, as stored "
                    "for a pre-packed file)")
       ->check(CLI::IsMember({"bf16", "q8"}));
+  serve
+      ->add_option(
+          "--kv-type", o.engine.kv_type,
+          "KV cache with bf16/q8/q4 weights: f16 (default) or q8 (8-bit, 0.56x the memory)")
+      ->check(CLI::IsMember({"f16", "q8"}));
   serve->add_option("--host", o.host, "Address to listen on")->capture_default_str();
   serve->add_option("--port", o.port, "Port; 0 picks a free one (printed on stdout)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
   serve->add_option("--alias", o.model_alias, "Model id to report (default: the folder name)");
   serve->add_option("-t,--threads", o.engine.threads, "Compute threads (0 = one per core)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0, ThreadPool::kMaxThreads));
   serve->add_option("--parallel", o.parallel, "Requests generating at once (one batch)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
