@@ -8,7 +8,7 @@ BUILD_DIR="${1:-build}"
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libssl-dev libcurl4-openssl-dev
+  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libmicrohttpd-dev libssl-dev libcurl4-openssl-dev
   libpcre2-dev libutf8proc-dev libhwy-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev
   clang libclang-rt-14-dev chromium
