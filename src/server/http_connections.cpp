@@ -8,13 +8,15 @@ namespace qvl::server {
 
 using Clock = std::chrono::steady_clock;
 
-void write_raw_response(int fd, int status, const std::string& json_body) {
-  std::string response =
-      "HTTP/1.1 " + std::to_string(status) + " " + http_reason_phrase(status) +
-      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(json_body.size()) +
-      "\r\nConnection: close\r\n";
-  if (status == 503 || status == 429) response += "Retry-After: 1\r\n";
-  response += "\r\n" + json_body;
+void write_raw_response(int fd, int status, const std::string& body,
+                        const std::string& extra_headers) {
+  std::string response = "HTTP/1.1 " + std::to_string(status) + " " + http_reason_phrase(status) +
+                         "\r\nContent-Type: application/json\r\nContent-Length: " +
+                         std::to_string(body.size()) + "\r\nConnection: close\r\n";
+  if (extra_headers.find("Retry-After") == std::string::npos && (status == 503 || status == 429)) {
+    response += "Retry-After: 1\r\n";
+  }
+  response += extra_headers + "\r\n" + body;
   // Nothing else is being written on this connection; a small answer fits the empty socket
   // buffer, and a client that does not read loses it.
   [[maybe_unused]] const ssize_t sent =
@@ -96,6 +98,18 @@ void ConnectionTable::refuse(ConnectionState* connection, int status, const std:
   if (!connection->closed) refuse_locked(*connection, status, message, code);
 }
 
+void ConnectionTable::refuse_lingering(ConnectionState* connection, int status,
+                                       const std::string& body,
+                                       const std::string& extra_headers) {
+  std::lock_guard lock(mutex_);
+  if (connection->closed) return;
+  write_raw_response(connection->fd, status, body, extra_headers);
+  refused_(connection->path, status);
+  shutdown(connection->fd, SHUT_WR);
+  connection->phase = ConnectionPhase::kLingering;
+  connection->phase_start = Clock::now();
+}
+
 void ConnectionTable::refuse_locked(ConnectionState& connection, int status,
                                     const std::string& message, const std::string& code) {
   write_raw_response(connection.fd, status, error_body_(status, message, code));
@@ -157,6 +171,9 @@ void ConnectionTable::check_locked(ConnectionState& connection, Clock::time_poin
     }
     case ConnectionPhase::kHandling:
       return;  // the handler and the engine's deadlines own it
+    case ConnectionPhase::kLingering:
+      if (in_phase > kLingerSeconds) close_locked(connection);
+      return;
   }
 }
 

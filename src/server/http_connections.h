@@ -27,7 +27,10 @@ struct ConnectionLimits {
   int max_connections_per_ip = 0;  // 0 = none
 };
 
-enum class ConnectionPhase { kAwaitingHeaders, kReadingBody, kHandling };
+// kLingering: a refusal was written while the client may still be sending its body; the rest is
+// read and dropped for a moment so that closing does not reset the connection (which would
+// destroy the refusal before the client reads it).
+enum class ConnectionPhase { kAwaitingHeaders, kReadingBody, kHandling, kLingering };
 
 struct ConnectionState {
   int fd = -1;
@@ -61,6 +64,10 @@ class ConnectionTable {
   // being read, and shuts it down.
   void refuse(ConnectionState* connection, int status, const std::string& message,
               const std::string& code);
+  // Writes the refusal, ends our side of the connection and lets it linger (see kLingering).
+  // `extra_headers` are sent as they are ("Name: value\r\n" lines).
+  void refuse_lingering(ConnectionState* connection, int status, const std::string& body,
+                        const std::string& extra_headers);
 
   // Shutdown: from now on, connections waiting for a request or sending one are closed.
   void drain();
@@ -89,6 +96,10 @@ class ConnectionTable {
 
 // Sends a complete small response with Connection: close straight on a socket (best effort,
 // never blocks).
-void write_raw_response(int fd, int status, const std::string& json_body);
+void write_raw_response(int fd, int status, const std::string& body,
+                        const std::string& extra_headers = {});
+
+// How long a refused connection lingers at most.
+constexpr double kLingerSeconds = 2;
 
 }  // namespace qvl::server

@@ -21,6 +21,8 @@ namespace qvl::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// A refused body is read and dropped up to this much (and kLingerSeconds) before closing.
+constexpr uint64_t kLingerBytes = 8u << 20;
 
 std::string address_text(const sockaddr* address) {
   char buffer[INET6_ADDRSTRLEN] = {};
@@ -48,6 +50,9 @@ struct Exchange {
   Step step = Step::kBody;
   bool blocking = false;
   bool close_after = false;
+  bool expects_continue = false;  // the client waits for 100 Continue before its body
+  bool discarding = false;        // refused while its body may be arriving: drop the rest
+  uint64_t discarded = 0;
   std::shared_ptr<StreamChannel> channel;
 };
 
@@ -78,6 +83,7 @@ struct HttpServer::Impl {
                    void** request_slot);
   MHD_Result respond(Exchange& exchange);
   MHD_Result refuse_now(Exchange& exchange, HttpResponse response);
+  MHD_Result refuse_lingering(Exchange& exchange, const HttpResponse& response);
   void run_worker(std::shared_ptr<Exchange> exchange);
   void finish_request(void** request_slot);
 };
@@ -138,7 +144,10 @@ MHD_Result HttpServer::Impl::begin(MHD_Connection* mhd, const char* url, const c
   const bool has_body = verdict.chunked || verdict.content_length.value_or(0) > 0;
   // A refusal before the body is read leaves it unread: the connection cannot be reused.
   exchange->close_after = has_body;
-  if (auto early = app.on_head(request)) return refuse_now(*exchange, std::move(*early));
+  exchange->expects_continue = request.has_header("Expect");
+  if (auto early = app.on_head(request)) {
+    return has_body ? refuse_lingering(*exchange, *early) : refuse_now(*exchange, std::move(*early));
+  }
   exchange->blocking = app.blocking(request);
   if (exchange->blocking) {
     std::lock_guard lock(mutex);
@@ -166,6 +175,22 @@ MHD_Result HttpServer::Impl::refuse_now(Exchange& exchange, HttpResponse respons
   return respond(exchange);
 }
 
+MHD_Result HttpServer::Impl::refuse_lingering(Exchange& exchange, const HttpResponse& response) {
+  // A client waiting for 100 Continue sends nothing more: a plain response and close is clean.
+  if (exchange.expects_continue) return refuse_now(exchange, response);
+  std::string headers;
+  for (const auto& [name, value] : response.headers) {
+    if (header_name_equals(name, "Content-Type") || header_name_equals(name, "Content-Length") ||
+        header_name_equals(name, "Connection")) {
+      continue;
+    }
+    headers += name + ": " + value + "\r\n";
+  }
+  table.refuse_lingering(exchange.connection, response.status, response.body, headers);
+  exchange.discarding = true;
+  return MHD_YES;
+}
+
 MHD_Result HttpServer::Impl::on_access(MHD_Connection* mhd, const char* url, const char* method,
                                        const char* version, const char* upload, size_t* upload_size,
                                        void** request_slot) {
@@ -177,17 +202,27 @@ MHD_Result HttpServer::Impl::on_access(MHD_Connection* mhd, const char* url, con
   lock.unlock();
   if (step == Step::kReady) return respond(*exchange);
   if (step != Step::kBody) return MHD_YES;
+  if (exchange->discarding) {
+    // Closing once the body is in (or too much of it came) ends the connection cleanly.
+    exchange->discarded += *upload_size;
+    const bool more = *upload_size > 0 && exchange->discarded < kLingerBytes;
+    *upload_size = 0;
+    return more ? MHD_YES : MHD_NO;
+  }
   if (*upload_size > 0) {
     HttpRequest& request = exchange->request;
     if (request.body.size() + *upload_size > options.limits.max_body_bytes) {
       // Only a chunked body gets here (a declared length was checked). libmicrohttpd cannot
       // queue a response in the middle of a body, so the refusal goes straight to the socket.
-      table.refuse(exchange->connection, 413,
-                   "request body is larger than the " +
-                       std::to_string(options.limits.max_body_bytes) +
-                       "-byte limit (--max-body-mb); send smaller or fewer images",
-                   "request_too_large");
-      return MHD_NO;
+      exchange->expects_continue = false;  // the body is coming already
+      refuse_lingering(*exchange, error_response(app, 413,
+                                                 "request body is larger than the " +
+                                                     std::to_string(options.limits.max_body_bytes) +
+                                                     "-byte limit (--max-body-mb); send smaller or "
+                                                     "fewer images",
+                                                 "request_too_large"));
+      *upload_size = 0;
+      return MHD_YES;
     }
     request.body.append(upload, *upload_size);
     table.add_body_bytes(exchange->connection, *upload_size);
