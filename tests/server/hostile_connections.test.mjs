@@ -1,0 +1,184 @@
+// Hostile connections against a real `qvl serve` (issue 14, items 3 and 5): idle, trickling and
+// half-sent connections cost no worker and are closed on their deadlines, caps refuse cleanly,
+// a normal client keeps its latency under attack, and shutdown ends in bounded time whatever
+// clients do.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { startServer, chatBody, postJson, statusOf } from './helpers.mjs';
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// An open connection we control; `closed` resolves with what the server sent before closing.
+function open(server, first = '') {
+  const socket = net.connect(server.port, '127.0.0.1');
+  let data = '';
+  const closed = new Promise((resolve) => {
+    socket.on('close', () => resolve(data));
+    socket.on('error', () => {});
+  });
+  socket.on('data', (d) => { data += d; });
+  const connected = new Promise((resolve) => socket.on('connect', resolve));
+  if (first) connected.then(() => socket.write(first));
+  return { socket, closed, connected, data: () => data };
+}
+
+// Sends one more header line every `everyMs` (a slow-loris client) until stopped.
+function trickle(server, everyMs) {
+  const c = open(server, 'GET /health HTTP/1.1\r\nHost: x\r\n');
+  let i = 0;
+  const timer = setInterval(() => { if (!c.socket.destroyed) c.socket.write(`X-Slow-${i++}: y\r\n`); }, everyMs);
+  c.closed.then(() => clearInterval(timer));
+  return { ...c, stop: () => { clearInterval(timer); c.socket.destroy(); } };
+}
+
+const halfBody = (server) => open(server,
+  'POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"content":"');
+
+async function timed(fn) {
+  const started = performance.now();
+  const result = await fn();
+  return { ms: performance.now() - started, result };
+}
+
+const rssMiB = (pid) => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]) / 1024;
+
+test('item 3: 512 idle + 64 trickling + 64 half-sent connections do not slow a normal client', async () => {
+  const server = await startServer(['--read-timeout', '30']);
+  try {
+    const health = () => timed(() => fetch(`${server.url}/health`).then((r) => r.status));
+    const chat = () => timed(() => postJson(server, '/v1/chat/completions', chatBody()).then((r) => r.status));
+    await chat();
+    const calm = { health: (await health()).ms, chat: (await chat()).ms };
+    const rssBefore = rssMiB(server.proc.pid);
+    const attackers = [];
+    for (let i = 0; i < 512; i++) attackers.push(open(server));
+    for (let i = 0; i < 64; i++) attackers.push(trickle(server, 1000));
+    for (let i = 0; i < 64; i++) attackers.push(halfBody(server));
+    await Promise.all(attackers.map((a) => a.connected));
+    await sleep(300);
+    const underAttack = [];
+    for (let i = 0; i < 5; i++) {
+      const h = await health();
+      const c = await chat();
+      assert.equal(h.result, 200);
+      assert.equal(c.result, 200);
+      underAttack.push({ health: h.ms, chat: c.ms });
+    }
+    const worst = { health: Math.max(...underAttack.map((x) => x.health)), chat: Math.max(...underAttack.map((x) => x.chat)) };
+    const grown = rssMiB(server.proc.pid) - rssBefore;
+    console.log(`calm: health ${calm.health.toFixed(1)} ms, chat ${calm.chat.toFixed(1)} ms; ` +
+      `under attack (worst of 5): health ${worst.health.toFixed(1)} ms, chat ${worst.chat.toFixed(1)} ms; ` +
+      `resident memory +${grown.toFixed(1)} MiB for ${attackers.length} connections`);
+    assert.ok(worst.health < 1000, `health took ${worst.health} ms under attack`);
+    assert.ok(worst.chat < calm.chat + 1000, `chat took ${worst.chat} ms under attack (calm ${calm.chat})`);
+    assert.ok(grown < 128, `resident memory grew ${grown} MiB`);
+    for (const a of attackers) a.stop ? a.stop() : a.socket.destroy();
+  } finally {
+    const { code } = await server.stop();
+    assert.equal(code, 0);
+  }
+});
+
+test('item 3: header deadline, body minimum rate and connection caps', async () => {
+  const server = await startServer(['--read-timeout', '2', '--min-body-rate', '1',
+    '--max-connections', '40', '--max-connections-per-ip', '24']);
+  try {
+    // A trickling head is cut at the header deadline even though it never pauses 2 s.
+    const slow = trickle(server, 200);
+    const t0 = performance.now();
+    await slow.closed;
+    const headerCut = performance.now() - t0;
+    assert.ok(headerCut > 1500 && headerCut < 5000, `trickling head closed after ${headerCut} ms`);
+
+    // A body trickling below the minimum rate gets 408.
+    const body = open(server, 'POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n');
+    const timer = setInterval(() => { if (!body.socket.destroyed) body.socket.write('a'); }, 100);
+    const t1 = performance.now();
+    const answer = await body.closed;
+    clearInterval(timer);
+    assert.equal(statusOf(answer), 408, answer.slice(0, 200));
+    assert.ok(performance.now() - t1 < 8000);
+
+    // Per address: the 25th connection is answered 503 and closed.
+    const held = [];
+    for (let i = 0; i < 24; i++) held.push(open(server));
+    await Promise.all(held.map((c) => c.connected));
+    await sleep(200);
+    const extra = open(server);
+    const refused = await Promise.race([extra.closed, sleep(5000).then(() => 'timeout')]);
+    assert.equal(statusOf(refused), 503, refused.slice(0, 200));
+    assert.match(refused, /too_many_connections/);
+    for (const c of held) c.socket.destroy();
+    await sleep(300);
+    const ok = await fetch(`${server.url}/health`);
+    assert.equal(ok.status, 200);
+  } finally {
+    const { code } = await server.stop();
+    assert.equal(code, 0);
+  }
+});
+
+test('item 5: SIGTERM with idle, trickling and half-sent clients exits 0 at once', async () => {
+  const server = await startServer(['--shutdown-grace', '20']);
+  const clients = [open(server), trickle(server, 300), halfBody(server)];
+  await Promise.all(clients.map((c) => c.connected));
+  await sleep(200);
+  const t0 = performance.now();
+  server.proc.kill('SIGTERM');
+  const exited = await Promise.race([server.exited, sleep(8000).then(() => null)]);
+  const ms = performance.now() - t0;
+  if (!exited) server.proc.kill('SIGKILL');
+  console.log(`exit ${exited && exited.code} ${ms.toFixed(0)} ms after SIGTERM`);
+  assert.ok(exited, 'still running 8 s after SIGTERM');
+  assert.equal(exited.code, 0);
+  assert.ok(ms < 2000, `exited ${ms} ms after SIGTERM`);
+  const halfAnswer = await clients[2].closed;
+  assert.ok([0, 503].includes(statusOf(halfAnswer)), halfAnswer.slice(0, 200));
+  for (const c of clients) c.stop ? c.stop() : c.socket.destroy();
+});
+
+test('item 5: a generation past the grace period is cut; exit within grace + 2 s', async () => {
+  const grace = 2;
+  const server = await startServer(['--shutdown-grace', String(grace), '--ctx-size', '200000']);
+  const res = await fetch(`${server.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(chatBody({ max_tokens: 150000, stream: true })),
+  });
+  const reader = res.body.getReader();
+  await reader.read();
+  const slow = trickle(server, 300);
+  const t0 = performance.now();
+  server.proc.kill('SIGTERM');
+  const exited = await Promise.race([server.exited, sleep((grace + 8) * 1000).then(() => null)]);
+  const ms = performance.now() - t0;
+  if (!exited) server.proc.kill('SIGKILL');
+  console.log(`exit ${exited && exited.code} ${ms.toFixed(0)} ms after SIGTERM (grace ${grace} s)`);
+  slow.stop();
+  reader.cancel().catch(() => {});
+  assert.ok(exited);
+  assert.equal(exited.code, 0);
+  assert.ok(ms < (grace + 2) * 1000, `exited ${ms} ms after SIGTERM`);
+});
+
+test('item 5: a second signal exits at once', async () => {
+  const server = await startServer(['--shutdown-grace', '60', '--ctx-size', '200000']);
+  const res = await fetch(`${server.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(chatBody({ max_tokens: 150000, stream: true })),
+  });
+  const reader = res.body.getReader();
+  await reader.read();
+  server.proc.kill('SIGTERM');
+  await sleep(300);
+  const t0 = performance.now();
+  server.proc.kill('SIGTERM');
+  const exited = await Promise.race([server.exited, sleep(5000).then(() => null)]);
+  const ms = performance.now() - t0;
+  if (!exited) server.proc.kill('SIGKILL');
+  reader.cancel().catch(() => {});
+  assert.ok(exited, 'the second SIGTERM was ignored');
+  assert.ok(ms < 1000, `exited ${ms} ms after the second signal`);
+  assert.notEqual(exited.code, 0);
+});
