@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
+
 #include "server/http_gate.h"
 
 namespace qvl::server {
@@ -10,9 +12,10 @@ using Clock = std::chrono::steady_clock;
 
 void write_raw_response(int fd, int status, const std::string& body,
                         const std::string& extra_headers) {
-  std::string response = "HTTP/1.1 " + std::to_string(status) + " " + http_reason_phrase(status) +
-                         "\r\nContent-Type: application/json\r\nContent-Length: " +
-                         std::to_string(body.size()) + "\r\nConnection: close\r\n";
+  std::string response =
+      "HTTP/1.1 " + std::to_string(status) + " " + http_reason_phrase(status) +
+      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\nConnection: close\r\n";
   if (extra_headers.find("Retry-After") == std::string::npos && (status == 503 || status == 429)) {
     response += "Retry-After: 1\r\n";
   }
@@ -99,8 +102,7 @@ void ConnectionTable::refuse(ConnectionState* connection, int status, const std:
 }
 
 void ConnectionTable::refuse_lingering(ConnectionState* connection, int status,
-                                       const std::string& body,
-                                       const std::string& extra_headers) {
+                                       const std::string& body, const std::string& extra_headers) {
   std::lock_guard lock(mutex_);
   if (connection->closed) return;
   write_raw_response(connection->fd, status, body, extra_headers);
@@ -178,9 +180,13 @@ void ConnectionTable::check_locked(ConnectionState& connection, Clock::time_poin
 }
 
 void ConnectionTable::run() {
+  // Deadlines are met within a tenth of the shortest one (at most 100 ms late).
+  const double shortest = std::min(limits_.header_timeout_seconds, limits_.body_stall_seconds);
+  const auto tick = std::chrono::milliseconds(
+      std::clamp(static_cast<int64_t>(shortest * 100), int64_t{5}, int64_t{100}));
   std::unique_lock lock(mutex_);
   while (!stopping_) {
-    wake_.wait_for(lock, std::chrono::milliseconds(100));
+    wake_.wait_for(lock, tick);
     const auto now = Clock::now();
     for (ConnectionState& connection : connections_) check_locked(connection, now);
   }

@@ -146,7 +146,8 @@ MHD_Result HttpServer::Impl::begin(MHD_Connection* mhd, const char* url, const c
   exchange->close_after = has_body;
   exchange->expects_continue = request.has_header("Expect");
   if (auto early = app.on_head(request)) {
-    return has_body ? refuse_lingering(*exchange, *early) : refuse_now(*exchange, std::move(*early));
+    return has_body ? refuse_lingering(*exchange, *early)
+                    : refuse_now(*exchange, std::move(*early));
   }
   exchange->blocking = app.blocking(request);
   if (exchange->blocking) {
