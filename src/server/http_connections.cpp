@@ -107,7 +107,8 @@ void ConnectionTable::refuse_lingering(ConnectionState* connection, int status,
   if (connection->closed) return;
   write_raw_response(connection->fd, status, body, extra_headers);
   refused_(connection->path, status);
-  shutdown(connection->fd, SHUT_WR);
+  // No FIN yet: some clients give up a request whose connection half-closes while they still
+  // send. The answer is complete (Content-Length); the close comes once the body is in.
   connection->phase = ConnectionPhase::kLingering;
   connection->phase_start = Clock::now();
 }

@@ -64,7 +64,7 @@ class ConnectionTable {
   // being read, and shuts it down.
   void refuse(ConnectionState* connection, int status, const std::string& message,
               const std::string& code);
-  // Writes the refusal, ends our side of the connection and lets it linger (see kLingering).
+  // Writes the refusal and lets the connection linger (see kLingering).
   // `extra_headers` are sent as they are ("Name: value\r\n" lines).
   void refuse_lingering(ConnectionState* connection, int status, const std::string& body,
                         const std::string& extra_headers);

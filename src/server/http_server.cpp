@@ -21,8 +21,10 @@ namespace qvl::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-// A refused body is read and dropped up to this much (and kLingerSeconds) before closing.
-constexpr uint64_t kLingerBytes = 8u << 20;
+// A refused body is read and dropped up to this much (and kLingerSeconds) before closing: a
+// client still sending when the connection closes gets a reset, and its TCP stack may drop the
+// refusal before the client reads it. Dropping bytes costs no memory.
+constexpr uint64_t kLingerBytes = 64u << 20;
 
 std::string address_text(const sockaddr* address) {
   char buffer[INET6_ADDRSTRLEN] = {};

