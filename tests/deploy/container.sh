@@ -17,10 +17,11 @@ podman info >/dev/null 2>&1 || skip "podman cannot run here: $(podman info 2>&1 
 mkdir -p "$work"
 
 base=localhost/qvl-debian:bookworm-slim
+command -v debootstrap >/dev/null || skip "debootstrap is not installed (scripts/setup.sh installs it)"
+[ "$(id -u)" = 0 ] || [ -s "$work/debian-bookworm-slim.tar" ] || skip "debootstrap needs root to make the base image"
 t=$(now)
 if ! "$repo/deploy/container/make-base.sh" "$work/debian-bookworm-slim.tar" "$base" >"$work/base.log" 2>&1; then
   tail -5 "$work/base.log"
-  command -v debootstrap >/dev/null || skip "debootstrap is not installed"
   skip "could not debootstrap a Debian base from the archive (no network?)"
 fi
 echo "base image ready in $(elapsed "$t") s ($(du -h "$work/debian-bookworm-slim.tar" | cut -f1) tarball)"

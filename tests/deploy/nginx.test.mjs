@@ -43,9 +43,9 @@ async function until(what, check, timeoutMs = 30000) {
   }
 }
 
-async function startReplica(port = 0) {
+async function startReplica(port = 0, slots = ['--parallel', '8', '--queue', '32']) {
   const proc = spawn(qvlBin, ['serve', '-m', modelDir, '--host', '127.0.0.1', '--port', String(port),
-    '--threads', '1', '--parallel', '8', '--queue', '32', '--shutdown-grace', '30'],
+    '--threads', '1', ...slots, '--shutdown-grace', '30'],
   { stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(proc);
   let stderr = '';
@@ -273,4 +273,24 @@ test('a draining replica (SIGTERM: 503, then closed) hands new requests to the o
   await stream.done;
   assert.equal(stream.ended, 'done', 'an in-flight stream finishes during the grace period');
   console.log(`drain: 10 requests during a SIGTERM drain, 0 failed, ${results.filter((r) => r.tried?.includes(',')).length} moved by nginx`);
+});
+
+test('a full replica (429) hands requests to the other', { timeout: 60000 }, async () => {
+  // One slot, no queue: while it streams, the replica answers 429 to anything else.
+  const full = await startReplica(replicas[0].port, ['--parallel', '1', '--queue', '0']);
+  replicas[0] = full;
+  await until('session back on the restarted replica', async () =>
+    (await chat(nginx.url, { session: drainSession, maxTokens: 2 })).replica === full.addr);
+  const stream = await openStream(nginx.url, drainSession, 1500);
+  assert.equal(stream.replica, full.addr);
+  const results = [];
+  for (let i = 0; i < 5; i++) results.push(await chat(nginx.url, { session: drainSession, maxTokens: 4 }));
+  assert.equal(stream.ended, null, 'the stream still holds the only slot');
+  await stream.done;
+  const refused = await (await fetch(`http://${full.addr}/metrics`)).text();
+  const count429 = Number(refused.match(/qvl_requests_total\{endpoint="\/v1\/chat\/completions",status="429"\} (\d+)/)?.[1] ?? 0);
+  assert.deepEqual(results.filter((r) => !r.ok), []);
+  assert.ok(count429 >= 1, 'the full replica refused with 429');
+  assert.ok(results.every((r) => r.replica === replicas[1].addr));
+  console.log(`full replica: ${results.length} requests, 0 failed, ${count429} answered 429 and moved by nginx`);
 });
