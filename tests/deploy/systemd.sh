@@ -28,7 +28,7 @@ while read -r assignment; do
   for kv in $assignment; do env[${kv%%=*}]=${kv#*=}; done
 done < <(sed -n 's/^Environment=//p' "$unit")
 env[QVL_MODEL]=$model env[QVL_PORT]=0 env[QVL_THREADS]=1
-grace=${env[QVL_GRACE]}
+grace=${env[QVL_SHUTDOWN_GRACE]}
 stop=$(sed -n 's/^TimeoutStopSec=//p' "$unit")
 ((stop > grace)) || { echo "FAIL: TimeoutStopSec=$stop is not above the grace of $grace s"; exit 1; }
 
