@@ -8,15 +8,18 @@ BUILD_DIR="${1:-build}"
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libssl-dev libcurl4-openssl-dev
+  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libmicrohttpd-dev libssl-dev libcurl4-openssl-dev
   libpcre2-dev libutf8proc-dev libhwy-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev
   clang libclang-rt-14-dev chromium
+  curl systemd nginx podman runc debootstrap uidmap slirp4netns fuse-overlayfs
 )
 
 # Node.js (for the test tools) may come from Debian or from NodeSource (which bundles npm and
 # conflicts with Debian's npm package): only install it when it is absent.
 command -v npm >/dev/null 2>&1 || APT_PACKAGES+=(nodejs npm)
+# kubectl (deploy tests render deploy/k8s): Debian's unless one is already installed.
+command -v kubectl >/dev/null 2>&1 || APT_PACKAGES+=(kubernetes-client)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -27,7 +30,20 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   echo "setup: installing ${missing[*]}"
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  # Packages such as nginx start a system service on install (nginx would take port 80):
+  # a temporary policy-rc.d forbids that, unless the machine already has its own policy.
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod 755 "$policy"
+    trap '$SUDO rm -f "$policy"' EXIT
+  fi
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  if [ "$(trap -p EXIT)" ]; then $SUDO rm -f "$policy" && trap - EXIT; fi
+  # Nor at the next boot: the tests run their own nginx.
+  if [[ " ${missing[*]} " == *" nginx "* ]] && [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --quiet nginx || true
+  fi
 fi
 
 # npm tools used by the tests (reference tokenizer, OpenAI SDK client); pinned by the lockfile.

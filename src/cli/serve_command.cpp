@@ -2,10 +2,14 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -23,6 +27,7 @@ struct ServeFlags {
   double max_image_mb = 16;
   bool allow_remote_images = false;
   double remote_timeout_seconds = 10;
+  double min_body_kib_per_second = 16;
   std::string model_spec = hub::kDefaultModel;
   bool offline = false;
 };
@@ -38,12 +43,34 @@ sigset_t block_stop_signals() {
   return signals;
 }
 
+// Every connection is a file descriptor: raise the soft limit to the hard one, and keep the
+// connection cap below what is left (model files, pipes and the engine need some too).
+void fit_connections_to_file_limit(server::ServerOptions& options) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+    getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  constexpr rlim_t kReserved = 128;
+  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur <= kReserved) return;
+  const rlim_t room = limit.rlim_cur - kReserved;
+  if (static_cast<rlim_t>(options.max_connections) > room) {
+    QVL_LOG(kWarn) << "--max-connections " << options.max_connections << " lowered to " << room
+                   << " (open file limit " << limit.rlim_cur << ")";
+    options.max_connections = static_cast<int>(room);
+  }
+}
+
 int run_serve(ServeFlags& flags) {
   server::ServerOptions& options = flags.options;
   options.max_body_bytes = static_cast<size_t>(flags.max_body_mb * (1 << 20));
   options.limits.max_image_bytes = static_cast<size_t>(flags.max_image_mb * (1 << 20));
   options.engine.max_image_bytes = options.limits.max_image_bytes;
   options.limits.allow_remote_images = flags.allow_remote_images;
+  options.min_body_bytes_per_second = flags.min_body_kib_per_second * 1024;
+  fit_connections_to_file_limit(options);
   options.remote.timeout =
       std::chrono::milliseconds(static_cast<int64_t>(flags.remote_timeout_seconds * 1000));
 
@@ -76,8 +103,21 @@ int run_serve(ServeFlags& flags) {
     const int signal = sigtimedwait(&signals, nullptr, &tick);
     if (signal == SIGINT || signal == SIGTERM) {
       QVL_LOG(kInfo) << "signal " << signal << ": finishing in-flight requests (grace "
-                     << options.shutdown_grace_seconds << " s)";
-      server.shutdown();
+                     << options.shutdown_grace_seconds << " s; a second signal stops at once)";
+      std::atomic<bool> stopped{false};
+      std::thread stopper([&] {
+        server.shutdown();
+        stopped.store(true);
+      });
+      while (!stopped.load()) {
+        const int again = sigtimedwait(&signals, nullptr, &tick);
+        if (again == SIGINT || again == SIGTERM) {
+          QVL_LOG(kWarn) << "second signal " << again << ": exiting without waiting";
+          std::fflush(nullptr);
+          std::_Exit(128 + again);
+        }
+      }
+      stopper.join();
       QVL_LOG(kInfo) << "stopped";
       return 0;
     }
@@ -148,7 +188,7 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(0.1, 86400.0));
   serve
-      ->add_option("--shutdown-grace", o.shutdown_grace_seconds,
+      ->add_option("--shutdown-grace,--grace", o.shutdown_grace_seconds,
                    "Seconds in-flight requests get to finish after SIGINT/SIGTERM")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
@@ -206,9 +246,30 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   serve
       ->add_option("--read-timeout", o.read_timeout_seconds,
-                   "Seconds a client may stall while sending a request")
+                   "Seconds a client has for a request's headers, and may pause within its body")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
+  serve
+      ->add_option("--write-timeout", o.write_timeout_seconds,
+                   "Seconds a client may stop reading a response before it is dropped")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  serve
+      ->add_option("--min-body-rate", flags->min_body_kib_per_second,
+                   "Slowest accepted request body, KiB/s on average (after --read-timeout)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  serve
+      ->add_option("--max-connections", o.max_connections,
+                   "Open client connections; more are answered 503 and closed")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  serve
+      ->add_option("--max-connections-per-ip", o.max_connections_per_ip,
+                   "Open connections per client address (0 = no cap; set it when clients "
+                   "connect directly rather than through a proxy)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   serve->callback([flags] {
     int code = 0;
     try {

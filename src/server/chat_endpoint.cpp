@@ -1,7 +1,5 @@
 // POST /v1/chat/completions: parse, admit (parallel slots + queue), generate on a job thread,
 // answer as one JSON object or as an SSE stream.
-#include <httplib.h>
-
 #include "base/log.h"
 #include "server/api_error.h"
 #include "server/generation_job.h"
@@ -70,7 +68,7 @@ std::optional<ApiError> job_failure(GenerationJob& job, double timeout_seconds) 
 
 }  // namespace
 
-void Server::handle_chat(const httplib::Request& req, httplib::Response& res) {
+void Server::handle_chat(const HttpRequest& req, HttpResponse& res) {
   const auto received = Clock::now();
   const State state = state_.load();
   if (state != State::kReady) {
@@ -102,8 +100,7 @@ void Server::handle_chat(const httplib::Request& req, httplib::Response& res) {
   const auto deadline =
       received + std::chrono::duration_cast<Clock::duration>(
                      std::chrono::duration<double>(options_.request_timeout_seconds));
-  const int socket_fd =
-      find_connection_socket(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+  const int socket_fd = req.socket_fd;
   auto context = std::make_shared<ChatContext>();
   context->received = received;
   context->identity = new_completion_identity(model_id());
@@ -141,7 +138,7 @@ void Server::handle_chat(const httplib::Request& req, httplib::Response& res) {
   finish_chat(context, res);
 }
 
-void Server::finish_chat(const std::shared_ptr<ChatContext>& context, httplib::Response& res) {
+void Server::finish_chat(const std::shared_ptr<ChatContext>& context, HttpResponse& res) {
   GenerationJob& job = *context->job;
   job.wait_finished();
   if (const auto failure = job_failure(job, context->timeout_seconds)) {
@@ -155,17 +152,19 @@ void Server::finish_chat(const std::shared_ptr<ChatContext>& context, httplib::R
                   "application/json");
 }
 
-void Server::stream_chat(const std::shared_ptr<ChatContext>& context, httplib::Response& res) {
+void Server::stream_chat(const std::shared_ptr<ChatContext>& context, HttpResponse& res) {
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider("text/event-stream", [this, context](size_t,
-                                                                        httplib::DataSink& sink) {
+  res.set_header("Content-Type", "text/event-stream");
+  // Runs on the request's worker thread once the headers are sent; the status it returns is
+  // the one /metrics counts (499 when the client cut the stream).
+  res.stream = [this, context](StreamSink& sink) {
     GenerationJob& job = *context->job;
     const CompletionIdentity& id = context->identity;
     const bool usage = context->include_usage;
     auto send = [&](const std::string& data) {
-      if (sink.write(data.data(), data.size())) return true;
+      if (sink.write(data)) return true;
       job.cancel_state().request(CancelReason::kClientGone);
       return false;
     };
@@ -190,24 +189,26 @@ void Server::stream_chat(const std::shared_ptr<ChatContext>& context, httplib::R
     if (!connected) {
       job.wait_finished();
       record_chat_end(*context, 499);
-      return false;
+      return 499;
     }
+    int status = 200;
     if (const auto failure = job_failure(job, context->timeout_seconds)) {
       // Headers are gone already; OpenAI clients raise an error for an error event.
-      send(sse_event(failure->to_json()));
-      record_chat_end(*context, failure->status());
+      connected = send(sse_event(failure->to_json()));
+      status = failure->status();
+      record_chat_end(*context, status);
     } else {
       const GenerationResult& result = job.result();
       const bool called = tools.any_calls() && result.finish == FinishReason::kStop;
-      send(sse_event(chunk_json(id, json::object(),
-                                called ? "tool_calls" : finish_reason_name(result.finish), usage)));
-      if (usage) send(sse_event(usage_chunk_json(id, result.stats)));
-      send(sse_done());
-      record_chat_end(*context, 200);
+      connected = send(sse_event(chunk_json(
+          id, json::object(), called ? "tool_calls" : finish_reason_name(result.finish), usage)));
+      if (connected && usage) connected = send(sse_event(usage_chunk_json(id, result.stats)));
+      if (connected) connected = send(sse_done());
+      record_chat_end(*context, connected ? 200 : 499);
+      if (!connected) status = 499;
     }
-    sink.done();
-    return true;
-  });
+    return status;
+  };
 }
 
 void Server::record_chat_end(ChatContext& context, int status) {

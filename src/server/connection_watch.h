@@ -1,9 +1,9 @@
 // Cancels generation work whose client went away or whose deadline passed.
 //
-// cpp-httplib 0.11 gives handlers no access to their socket, and only notices a vanished client
-// when a write fails, so a request that is still in prefill (or a non-streaming one) would run
-// to the end. The watcher finds the connection's socket from its address pair and polls it for
-// hang-up, so the engine sees the cancel flag at its next step.
+// A connection is parked (suspended) while its request is in the queue, in prefill or
+// generating without streaming, so the HTTP event loop does not see a client that leaves. The
+// watcher polls those sockets for hang-up, so the engine sees the cancel flag at its next step.
+// (find_connection_socket finds a socket from its address pair, for callers without the fd.)
 #pragma once
 
 #include <atomic>

@@ -1,8 +1,5 @@
 #include "server/server.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
-
 #include <csignal>
 #include <filesystem>
 
@@ -16,21 +13,9 @@ namespace qvl::server {
 
 using nlohmann::json;
 
-// Exposes the listening socket so shutdown can stop accepting without also cutting off the
-// responses still being streamed (httplib::Server::stop() does both at once).
-class Server::HttpServer : public httplib::Server {
- public:
-  void stop_accepting() {
-    const auto sock = svr_sock_.load();
-    if (sock != INVALID_SOCKET) ::shutdown(sock, SHUT_RDWR);
-  }
-  // Ends idle keep-alive connections once in-flight work is done.
-  void end_connections() { svr_sock_.store(INVALID_SOCKET); }
-};
-
 namespace {
 
-void send_json(httplib::Response& res, int status, const json& body) {
+void send_json(HttpResponse& res, int status, const json& body) {
   res.status = status;
   res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
@@ -44,26 +29,15 @@ std::string endpoint_label(const std::string& path) {
   return "other";
 }
 
-ApiError default_error_for(const httplib::Request& req, int status, size_t max_body) {
+ApiError default_error_for(const HttpRequest& req, int status) {
   switch (status) {
     case 404:
       return ApiError(404, "invalid_request_error",
-                      "unknown endpoint " + req.method + " " + req.path.substr(0, 128) +
+                      "unknown endpoint " + req.method.substr(0, 16) + " " +
+                          req.path.substr(0, 128) +
                           "; this server has POST /v1/chat/completions, GET /v1/models, GET "
                           "/props, POST /tokenize, GET /health, GET /metrics and the web page at /",
                       "", "unknown_url");
-    case 413:
-      return ApiError(413, "invalid_request_error",
-                      "request body is larger than the " + std::to_string(max_body) +
-                          "-byte limit (--max-body-mb); send smaller or fewer images",
-                      "", "request_too_large");
-    case 414:
-      return ApiError(414, "invalid_request_error", "request URI is too long", "", "uri_too_long");
-    case 400:
-      return ApiError(400, "invalid_request_error",
-                      "malformed HTTP request, or the body did not arrive completely in time "
-                      "(check Content-Length and send the whole body at once)",
-                      "", "bad_http_request");
     default:
       return ApiError(status, status >= 500 ? "server_error" : "invalid_request_error",
                       "HTTP error " + std::to_string(status), "", "");
@@ -72,14 +46,13 @@ ApiError default_error_for(const httplib::Request& req, int status, size_t max_b
 
 }  // namespace
 
-void send_error(httplib::Response& res, const ApiError& error) {
+void send_error(HttpResponse& res, const ApiError& error) {
   send_json(res, error.status(), error.to_json());
 }
 
 Server::Server(ServerOptions options, EngineLoader loader)
     : options_(std::move(options)),
       loader_(std::move(loader)),
-      http_(std::make_unique<HttpServer>()),
       admission_(options_.parallel, options_.queue),
       started_at_(std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch())
@@ -88,7 +61,18 @@ Server::Server(ServerOptions options, EngineLoader loader)
   options_.limits.max_image_bytes =
       std::min(options_.limits.max_image_bytes, options_.engine.max_image_bytes);
   options_.remote.max_bytes = options_.limits.max_image_bytes;
-  install_routes();
+  HttpServerOptions http;
+  http.limits.max_body_bytes = options_.max_body_bytes;
+  http.connections.header_timeout_seconds = options_.read_timeout_seconds;
+  http.connections.body_stall_seconds = options_.read_timeout_seconds;
+  http.connections.min_body_bytes_per_second = options_.min_body_bytes_per_second;
+  http.connections.max_connections = options_.max_connections;
+  http.connections.max_connections_per_ip = options_.max_connections_per_ip;
+  http.write_timeout_seconds = options_.write_timeout_seconds;
+  http.max_workers = options_.http_threads > 0
+                         ? options_.http_threads
+                         : std::max(options_.parallel, 1) + std::max(options_.queue, 0) + 8;
+  http_ = std::make_unique<HttpServer>(http, make_app());
 }
 
 Server::~Server() {
@@ -96,23 +80,15 @@ Server::~Server() {
 }
 
 int Server::bind() {
-  int port = options_.port;
-  if (port == 0) {
-    port = http_->bind_to_any_port(options_.host);
-  } else if (!http_->bind_to_port(options_.host, port)) {
-    port = -1;
-  }
-  if (port <= 0) {
-    fail(ErrorCode::kIo, "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
-                             " (address in use or not available?)");
-  }
-  return port;
+  // The backlog bounds connections the kernel holds before the event thread accepts them.
+  listening_ = open_listening_socket(options_.host, options_.port, 1024);
+  return listening_.port;
 }
 
 void Server::start() {
   // A client that disconnects mid-write must not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
-  listen_thread_ = std::thread([this] { http_->listen_after_bind(); });
+  http_->start(listening_);
   load_thread_ = std::thread([this] { load_model(); });
 }
 
@@ -148,88 +124,89 @@ std::string Server::model_id() const {
   return std::filesystem::path(options_.engine.model_dir).filename().string();
 }
 
-void Server::install_routes() {
-  HttpServer& http = *http_;
-  const int threads = options_.http_threads > 0
-                          ? options_.http_threads
-                          : std::max(options_.parallel, 1) + std::max(options_.queue, 0) + 8;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http.set_payload_max_length(options_.max_body_bytes);
-  http.set_read_timeout(options_.read_timeout_seconds, 0);
-  http.set_write_timeout(options_.write_timeout_seconds, 0);
-  // Idle keep-alive connections hold a thread and delay shutdown by up to this long.
-  http.set_keep_alive_timeout(std::min(options_.read_timeout_seconds, 3));
-  http.set_keep_alive_max_count(1000);
-  http.set_tcp_nodelay(true);
-
-  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    const bool preflight = req.method == "OPTIONS";
-    for (const auto& [name, value] :
-         cors_headers(options_.cors_origin, req.get_header_value("Origin"), preflight)) {
-      res.set_header(name, value);
-    }
-    if (state_.load() == State::kDraining) res.set_header("Connection", "close");
-    if (preflight) {
-      res.status = options_.cors_origin.empty() ? 405 : 204;
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (path_needs_api_key(req.path) &&
-        !authorization_allows(req.get_header_value("Authorization"), options_.api_key)) {
-      res.set_header("WWW-Authenticate", "Bearer");
-      send_error(res, ApiError(401, "invalid_request_error",
-                               "missing or wrong API key; send the header 'Authorization: Bearer "
-                               "<key>' with the key given to qvl serve --api-key",
-                               "", "invalid_api_key"));
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-
-  http.set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request& req, httplib::Response& res) {
-        // Called for every status >= 400; only fill in bodies httplib left empty.
-        if (!res.body.empty() || res.status == 405 || res.status == 499) {
-          return httplib::Server::HandlerResponse::Unhandled;
-        }
-        send_error(res, default_error_for(req, res.status, options_.max_body_bytes));
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res,
-                                std::exception_ptr error) {
-    std::string what = "unknown exception";
+HttpApp Server::make_app() {
+  HttpApp app;
+  app.on_head = [this](const HttpRequest& req) { return on_head(req); };
+  // Generation waits for a slot and for the engine; tokenizing a large body takes a while.
+  app.blocking = [](const HttpRequest& req) { return req.method == "POST"; };
+  app.handle = [this](const HttpRequest& req, HttpResponse& res) {
     try {
-      if (error) std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
+      route(req, res);
+    } catch (const std::exception& error) {
+      QVL_LOG(kError) << "handler failed: " << error.what();
+      res = HttpResponse();
+      send_error(res, ApiError(500, "server_error", std::string("internal error: ") + error.what(),
+                               "", "internal_error"));
     }
-    QVL_LOG(kError) << "handler failed: " << what;
-    send_error(res, ApiError(500, "server_error", "internal error: " + what, "", "internal_error"));
-  });
-
-  http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    metrics_.count_request(endpoint_label(req.path), res.status);
-    QVL_LOG(kDebug) << req.method << " " << req.path << " -> " << res.status;
-  });
-
-  http.Get("/health",
-           [this](const httplib::Request&, httplib::Response& res) { handle_health(res); });
-  http.Get("/metrics",
-           [this](const httplib::Request&, httplib::Response& res) { handle_metrics(res); });
-  http.Get("/v1/models",
-           [this](const httplib::Request&, httplib::Response& res) { handle_models(res); });
-  http.Get("/props",
-           [this](const httplib::Request&, httplib::Response& res) { handle_props(res); });
-  install_web_routes(http);
-  http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    handle_tokenize(req, res);
-  });
-  http.Post("/v1/chat/completions",
-            [this](const httplib::Request& req, httplib::Response& res) { handle_chat(req, res); });
+    add_common_headers(req, res);
+  };
+  app.done = [this](const std::string& path, int status) {
+    metrics_.count_request(endpoint_label(path), status);
+    QVL_LOG(kDebug) << path.substr(0, 128) << " -> " << status;
+  };
+  app.error_body = [](int status, const std::string& message, const std::string& code) {
+    return ApiError(status, status >= 500 ? "server_error" : "invalid_request_error", message, "",
+                    code)
+        .to_json()
+        .dump(-1, ' ', false, json::error_handler_t::replace);
+  };
+  app.draining = [this] { return state_.load() == State::kDraining; };
+  return app;
 }
 
-void Server::handle_health(httplib::Response& res) {
+void Server::add_common_headers(const HttpRequest& req, HttpResponse& res) const {
+  for (const auto& [name, value] : cors_headers(
+           options_.cors_origin, req.get_header_value("Origin"), req.method == "OPTIONS")) {
+    res.set_header(name, value);
+  }
+}
+
+namespace {
+bool is_read(const HttpRequest& req) {
+  return req.method == "GET" || req.method == "HEAD";
+}
+bool known_route(const HttpRequest& req) {
+  const std::string& path = req.path;
+  if (is_read(req)) {
+    return path == "/health" || path == "/metrics" || path == "/v1/models" || path == "/props" ||
+           find_web_asset(path == "/index.html" ? "/" : path) != nullptr;
+  }
+  return req.method == "POST" && (path == "/tokenize" || path == "/v1/chat/completions");
+}
+}  // namespace
+
+std::optional<HttpResponse> Server::on_head(const HttpRequest& req) {
+  HttpResponse res;
+  if (req.method == "OPTIONS") {
+    res.status = options_.cors_origin.empty() ? 405 : 204;
+  } else if (!known_route(req)) {
+    send_error(res, default_error_for(req, 404));
+  } else if (path_needs_api_key(req.path) &&
+             !authorization_allows(req.get_header_value("Authorization"), options_.api_key)) {
+    res.set_header("WWW-Authenticate", "Bearer");
+    send_error(res, ApiError(401, "invalid_request_error",
+                             "missing or wrong API key; send the header 'Authorization: Bearer "
+                             "<key>' with the key given to qvl serve --api-key",
+                             "", "invalid_api_key"));
+  } else {
+    return std::nullopt;
+  }
+  add_common_headers(req, res);
+  return res;
+}
+
+void Server::route(const HttpRequest& req, HttpResponse& res) {
+  const std::string& path = req.path;
+  if (path == "/v1/chat/completions") return handle_chat(req, res);
+  if (path == "/tokenize") return handle_tokenize(req, res);
+  if (path == "/health") return handle_health(res);
+  if (path == "/metrics") return handle_metrics(res);
+  if (path == "/v1/models") return handle_models(res);
+  if (path == "/props") return handle_props(res);
+  serve_web_asset(req, res);
+}
+
+void Server::handle_health(HttpResponse& res) {
   switch (state_.load()) {
     case State::kReady:
       return send_json(res, 200, {{"status", "ok"}});
@@ -243,7 +220,7 @@ void Server::handle_health(httplib::Response& res) {
   }
 }
 
-void Server::handle_metrics(httplib::Response& res) {
+void Server::handle_metrics(HttpResponse& res) {
   LiveGauges gauges;
   gauges.queue_depth = admission_.queued();
   gauges.active_requests = admission_.active();
@@ -257,7 +234,7 @@ void Server::handle_metrics(httplib::Response& res) {
   res.set_content(metrics_.render(gauges), "text/plain; version=0.0.4; charset=utf-8");
 }
 
-void Server::handle_models(httplib::Response& res) {
+void Server::handle_models(HttpResponse& res) {
   Engine* engine = ready_engine();
   if (!engine) {
     res.set_header("Retry-After", "5");
@@ -273,7 +250,7 @@ void Server::handle_models(httplib::Response& res) {
   send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
 }
 
-void Server::handle_props(httplib::Response& res) {
+void Server::handle_props(HttpResponse& res) {
   Engine* engine = ready_engine();
   if (!engine) {
     res.set_header("Retry-After", "5");
@@ -322,7 +299,7 @@ void Server::handle_props(httplib::Response& res) {
   send_json(res, 200, props);
 }
 
-void Server::handle_tokenize(const httplib::Request& req, httplib::Response& res) {
+void Server::handle_tokenize(const HttpRequest& req, HttpResponse& res) {
   Engine* engine = ready_engine();
   if (!engine) {
     res.set_header("Retry-After", "5");
@@ -350,7 +327,8 @@ void Server::handle_tokenize(const httplib::Request& req, httplib::Response& res
 
 void Server::shutdown() {
   std::call_once(shutdown_once_, [this] {
-    const State previous = state_.exchange(State::kDraining);
+    state_.store(State::kDraining);
+    // No new connections; idle ones and requests still being sent are closed now.
     http_->stop_accepting();
     const auto grace_end = std::chrono::steady_clock::now() +
                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -370,10 +348,9 @@ void Server::shutdown() {
       watch_.cancel_all(CancelReason::kShutdown);
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    http_->end_connections();
-    if (listen_thread_.joinable()) listen_thread_.join();
+    // Finished answers get a moment to reach their clients; then every connection is cut.
+    http_->stop(std::chrono::milliseconds(1000));
     if (load_thread_.joinable()) load_thread_.join();
-    (void)previous;
   });
 }
 

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -19,14 +20,9 @@
 #include "server/admission.h"
 #include "server/chat_request.h"
 #include "server/connection_watch.h"
+#include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/remote_image.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace qvl::server {
 
@@ -42,9 +38,12 @@ struct ServerOptions {
   std::string api_key;                   // empty = open
   std::string cors_origin;               // empty = no CORS headers
   size_t max_body_bytes = 32u << 20;
-  int read_timeout_seconds = 10;   // a client must keep sending at least every this often
-  int write_timeout_seconds = 10;  // and keep reading
-  int http_threads = 0;            // 0 = parallel + queue + 8
+  int read_timeout_seconds = 10;   // whole header section; longest pause within a body
+  int write_timeout_seconds = 10;  // a client must keep reading
+  int http_threads = 0;            // blocking handlers at once; 0 = parallel + queue + 8
+  int max_connections = 1024;      // open connections; more are answered 503 and closed
+  int max_connections_per_ip = 0;  // per client address; 0 = no cap
+  double min_body_bytes_per_second = 16 * 1024;  // after the first read_timeout_seconds
   RequestLimits limits;
   RemoteFetchOptions remote;
 };
@@ -74,26 +73,29 @@ class Server {
   void shutdown();
 
  private:
-  class HttpServer;
   struct ChatContext;
 
-  void install_routes();
+  HttpApp make_app();
+  std::optional<HttpResponse> on_head(const HttpRequest& req);
+  void route(const HttpRequest& req, HttpResponse& res);
+  void add_common_headers(const HttpRequest& req, HttpResponse& res) const;
   void load_model();
   Engine* ready_engine();
-  void handle_health(httplib::Response& res);
-  void handle_models(httplib::Response& res);
-  void handle_props(httplib::Response& res);
-  void handle_tokenize(const httplib::Request& req, httplib::Response& res);
-  void handle_metrics(httplib::Response& res);
-  void handle_chat(const httplib::Request& req, httplib::Response& res);
-  void finish_chat(const std::shared_ptr<ChatContext>& context, httplib::Response& res);
-  void stream_chat(const std::shared_ptr<ChatContext>& context, httplib::Response& res);
+  void handle_health(HttpResponse& res);
+  void handle_models(HttpResponse& res);
+  void handle_props(HttpResponse& res);
+  void handle_tokenize(const HttpRequest& req, HttpResponse& res);
+  void handle_metrics(HttpResponse& res);
+  void handle_chat(const HttpRequest& req, HttpResponse& res);
+  void finish_chat(const std::shared_ptr<ChatContext>& context, HttpResponse& res);
+  void stream_chat(const std::shared_ptr<ChatContext>& context, HttpResponse& res);
   void record_chat_end(ChatContext& context, int status);
   std::string model_id() const;
 
   ServerOptions options_;
   EngineLoader loader_;
   std::unique_ptr<HttpServer> http_;
+  ListeningSocket listening_;
   std::unique_ptr<Engine> engine_;
   std::atomic<State> state_{State::kLoading};
   std::atomic<bool> abandon_queue_{false};  // shutdown grace over: queued requests give up
@@ -103,12 +105,11 @@ class Server {
   ConnectionWatch watch_;
   Metrics metrics_;
   int64_t started_at_ = 0;
-  std::thread listen_thread_;
   std::thread load_thread_;
   std::once_flag shutdown_once_;
 };
 
 // Writes `error` as the response (status, OpenAI error body).
-void send_error(httplib::Response& res, const class ApiError& error);
+void send_error(HttpResponse& res, const class ApiError& error);
 
 }  // namespace qvl::server

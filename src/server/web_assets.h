@@ -5,9 +5,7 @@
 #include <span>
 #include <string_view>
 
-namespace httplib {
-class Server;
-}
+#include "server/http_types.h"
 
 namespace qvl::server {
 
@@ -17,6 +15,9 @@ struct WebAsset {
   std::string_view body;
   std::string_view etag;   // quoted content hash
   bool immutable = false;  // the name carries the content hash: cache forever
+  // The body compressed once at build time (empty when compressing does not pay).
+  std::string_view gzip_body;
+  std::string_view brotli_body;
 };
 
 // Every embedded file (defined in the generated web_assets_data.cpp).
@@ -25,8 +26,13 @@ std::span<const WebAsset> web_assets();
 // The asset served at `path`, or nullptr.
 const WebAsset* find_web_asset(std::string_view path);
 
-// Adds GET /, /index.html, /favicon.svg and /assets/<name> for the embedded files.
-void install_web_routes(httplib::Server& http);
+// GET /, /index.html, /favicon.svg and /assets/<name>: the embedded file in the stored
+// encoding the client accepts (br, gzip or none; never compressed per request), with
+// ETag/If-None-Match. Byte ranges are not served (a Range header gets the whole file).
+void serve_web_asset(const HttpRequest& req, HttpResponse& res);
+
+// Which stored encoding to send for an Accept-Encoding header: "br", "gzip" or "".
+std::string_view pick_encoding(std::string_view accept_encoding, bool have_brotli, bool have_gzip);
 
 // The Content-Security-Policy sent with the page: scripts and styles only from this server,
 // images also from data: and blob: URLs (the user's own uploads), no framing, no plugins.

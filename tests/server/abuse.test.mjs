@@ -119,10 +119,10 @@ test('HTTP-level abuse: slow loris, lying Content-Length, garbage, huge headers'
   };
   const head = (length) => `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
 
-  // Half a body, then silence: the read timeout (1 s here) answers 400 and closes.
+  // Half a body, then silence: the read timeout (1 s here) answers 408 and closes.
   const partial = await rawRequest(server, head(1000) + '{"model":"m","mess');
   assert.equal(partial.timedOut, false);
-  assert.equal(statusOf(partial.data), 400, partial.data);
+  assert.equal(statusOf(partial.data), 408, partial.data);
   assert.match(partial.data, /"error"/);
   await healthy('partial body');
 

@@ -104,3 +104,29 @@ export async function metricValue(server, name) {
   const line = text.split('\n').find((l) => l.startsWith(name + ' '));
   return line ? Number(line.split(' ')[1]) : NaN;
 }
+
+// An open connection we control; `closed` resolves with what the server sent before closing.
+export function open(server, first = '') {
+  const socket = net.connect(server.port, '127.0.0.1');
+  let data = '';
+  const closed = new Promise((resolve) => {
+    socket.on('close', () => resolve(data));
+    socket.on('error', () => {});
+  });
+  socket.on('data', (d) => { data += d; });
+  const connected = new Promise((resolve) => socket.on('connect', resolve));
+  if (first) connected.then(() => socket.write(first));
+  return { socket, closed, connected, data: () => data };
+}
+
+// Sends one more header line every `everyMs` (a slow-loris client) until stopped.
+export function trickle(server, everyMs) {
+  const c = open(server, 'GET /health HTTP/1.1\r\nHost: x\r\n');
+  let i = 0;
+  const timer = setInterval(() => { if (!c.socket.destroyed) c.socket.write(`X-Slow-${i++}: y\r\n`); }, everyMs);
+  c.closed.then(() => clearInterval(timer));
+  return { ...c, stop: () => { clearInterval(timer); c.socket.destroy(); } };
+}
+
+export const halfBody = (server) => open(server,
+  'POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"content":"');
