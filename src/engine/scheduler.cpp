@@ -269,6 +269,7 @@ void Scheduler::advance(Sequence& s, const float* logits) {
       finish(s, FinishReason::kStop);
       return;
     }
+    if (s.top_logprobs >= 0) s.record_logprobs(logits, config_.text.vocab_size, token);
     r.completion_ids.push_back(token);
     const StopMatcher::Result m = s.stops.feed(s.detok.push(static_cast<int32_t>(token)));
     if (!m.text.empty()) {
