@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "server/api_error.h"
 #include "server/generation_job.h"
+#include "server/logprobs_format.h"
 #include "server/openai_format.h"
 #include "server/server.h"
 
@@ -18,6 +19,7 @@ struct Server::ChatContext {
   Clock::time_point job_started;
   CompletionIdentity identity;
   bool include_usage = false;
+  bool logprobs = false;
   double timeout_seconds = 0;
   // Destroyed bottom-up: the watch ends before the job it points into, the slot frees last.
   Admission::Slot slot;
@@ -106,6 +108,7 @@ void Server::handle_chat(const httplib::Request& req, httplib::Response& res) {
   context->received = received;
   context->identity = new_completion_identity(model_id());
   context->include_usage = chat.include_usage;
+  context->logprobs = chat.generation.top_logprobs >= 0;
   context->timeout_seconds = options_.request_timeout_seconds;
 
   const auto outcome = admission_.enter(context->slot, [&] {
@@ -147,7 +150,7 @@ void Server::finish_chat(const std::shared_ptr<ChatContext>& context, httplib::R
   }
   record_chat_end(*context, 200);
   res.status = 200;
-  res.set_content(completion_json(context->identity, job.result())
+  res.set_content(completion_json(context->identity, job.result(), context->logprobs)
                       .dump(-1, ' ', false, json::error_handler_t::replace),
                   "application/json");
 }
@@ -170,8 +173,10 @@ void Server::stream_chat(const std::shared_ptr<ChatContext>& context, httplib::R
         send(sse_event(chunk_json(id, {{"role", "assistant"}, {"content", ""}}, nullptr, usage)));
     while (connected) {
       GenerationJob::Progress progress = job.wait(std::chrono::milliseconds(200));
-      if (!progress.text.empty()) {
-        connected = send(sse_event(chunk_json(id, {{"content", progress.text}}, nullptr, usage)));
+      if (!progress.text.empty() || !progress.logprobs.empty()) {
+        const json logprobs = context->logprobs ? logprobs_json(progress.logprobs) : json(nullptr);
+        connected =
+            send(sse_event(chunk_json(id, {{"content", progress.text}}, nullptr, usage, logprobs)));
       }
       if (progress.finished) break;
     }

@@ -1,6 +1,9 @@
 // POST /v1/chat/completions body -> qvl::GenerationRequest, as a pure function so it can be unit
 // tested and fuzzed. Every problem throws ApiError (400) naming the field and what to change.
-// Unknown fields are ignored, as OpenAI clients send many optional ones; JSON null means absent.
+// OpenAI fields qvl does not implement (tools, response_format, logit_bias, ...) are refused with
+// a 400 naming the field; fields OpenAI does not define are ignored (clients send vendor
+// extensions). The table of known fields is in chat_request.cpp. JSON null means absent.
+// logprobs / top_logprobs (0..20) set GenerationRequest::top_logprobs (-1 when not asked for).
 //
 // image_url.detail maps to per-image token budgets (one image token = 32x32 pixels):
 //   "low"  -> at most RequestLimits::low_detail_max_tokens (default 256, ~512x512 px)

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <random>
 
+#include "server/logprobs_format.h"
+
 namespace qvl::server {
 namespace {
 
@@ -54,11 +56,12 @@ json timings_json(const GenerationStats& stats) {
           {"total_ms", stats.total_ms}};
 }
 
-json completion_json(const CompletionIdentity& identity, const GenerationResult& result) {
+json completion_json(const CompletionIdentity& identity, const GenerationResult& result,
+                     bool with_logprobs) {
   json message = {{"role", "assistant"}, {"content", result.text}, {"refusal", nullptr}};
   json choice = {{"index", 0},
                  {"message", message},
-                 {"logprobs", nullptr},
+                 {"logprobs", with_logprobs ? logprobs_json(result.logprobs) : json(nullptr)},
                  {"finish_reason", finish_reason_name(result.finish)}};
   return {{"id", identity.id},
           {"object", "chat.completion"},
@@ -71,10 +74,10 @@ json completion_json(const CompletionIdentity& identity, const GenerationResult&
 }
 
 json chunk_json(const CompletionIdentity& identity, const json& delta, const char* finish_reason,
-                bool with_usage_field) {
+                bool with_usage_field, const json& logprobs) {
   json choice = {{"index", 0},
                  {"delta", delta},
-                 {"logprobs", nullptr},
+                 {"logprobs", logprobs},
                  {"finish_reason", finish_reason ? json(finish_reason) : json(nullptr)}};
   json chunk = {{"id", identity.id},
                 {"object", "chat.completion.chunk"},
