@@ -9,6 +9,7 @@
 #include "cli/sampling_flags.h"
 #include "hub/model_pull.h"
 #include "qvl/engine.h"
+#include "server/logprobs_format.h"
 
 namespace qvl::cli {
 namespace {
@@ -26,6 +27,7 @@ struct RunOptions {
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;
   bool json = false;
+  int64_t logprobs = -1;  // with --json: alternatives per token (0..20); -1 = none
   bool offline = false;
   SamplingFlags sampling;
 };
@@ -49,6 +51,7 @@ void run(const RunOptions& o) {
   if (!o.messages_file.empty() && (!o.prompt.empty() || !o.images.empty())) {
     fail(ErrorCode::kInvalidArgument, "--messages cannot be combined with a prompt or --image");
   }
+  if (o.logprobs >= 0 && !o.json) fail(ErrorCode::kInvalidArgument, "--logprobs needs --json");
   EngineOptions eo;
   hub::ResolveOptions resolve;
   resolve.offline = o.offline;
@@ -65,6 +68,7 @@ void run(const RunOptions& o) {
           ? request_from_question(o.prompt, o.images, o.system, eo.max_image_bytes)
           : request_from_messages_file(o.messages_file, eo.max_image_bytes);
   req.sampling = o.sampling.resolve(engine->info().default_sampling);
+  req.top_logprobs = o.logprobs;
 
   TextCallback stream;
   if (!o.json) {
@@ -99,6 +103,7 @@ void run(const RunOptions& o) {
                   {"decode_ms", r.stats.decode_ms},
                   {"ttft_ms", r.stats.ttft_ms},
                   {"total_ms", r.stats.total_ms}};
+  if (o.logprobs >= 0) j["logprobs"] = server::logprobs_json(r.logprobs)["content"];
   // Invalid UTF-8 cannot occur (the detokenizer emits whole characters), but never throw here.
   std::puts(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
@@ -138,6 +143,10 @@ void add_run_command(CLI::App& app) {
                   "Most tokens per image (default 1024)");
   cmd->add_flag("--json", opts->json,
                 "Print one JSON object (ids, text, timings) instead of streaming");
+  cmd->add_option("--logprobs", opts->logprobs,
+                  "With --json: each generated token's log-probability (the model's distribution, "
+                  "before temperature and penalties) and N most likely alternatives")
+      ->check(CLI::Range(0, 20));
   opts->sampling.add_to(*cmd);
   cmd->callback([opts] { run(*opts); });
 }
