@@ -15,8 +15,10 @@ namespace {
 
 constexpr const char* kSupported = "supported: JPEG, PNG, WebP, GIF, BMP";
 
-bool starts_with(const uint8_t* data, size_t size, const char* magic, size_t offset = 0) {
-  const size_t n = std::strlen(magic);
+// Magic bytes as a string literal; its length comes from the array (magics may hold NUL).
+template <size_t N>
+bool starts_with(const uint8_t* data, size_t size, const char (&magic)[N], size_t offset = 0) {
+  const size_t n = N - 1;
   return size >= offset + n && std::memcmp(data + offset, magic, n) == 0;
 }
 
