@@ -249,6 +249,8 @@ class MessageParser {
       }
       if (text.size() > 4096) fail_request(url_param, "image URL is longer than 4096 bytes");
       out_.remote_images.push_back(RemoteImage{index, text, url_param});
+    } else if (limits_.allow_file_urls && text.rfind("file://", 0) == 0) {
+      out_.remote_images.push_back(RemoteImage{index, text, url_param});
     } else {
       fail_request(url_param,
                    "image URL must be a data URI (data:image/png;base64,...) or http(s) URL",

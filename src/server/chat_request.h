@@ -34,12 +34,15 @@ struct RequestLimits {
   size_t max_stop_bytes = 256;
   int max_json_depth = 64;
   bool allow_remote_images = false;
+  // file:// image URLs, listed in ChatRequest::remote_images for the caller to read (`qvl batch`
+  // reads local files; the server never sets this).
+  bool allow_file_urls = false;
 };
 
 struct RemoteImage {
   int image_index = 0;  // into GenerationRequest::images; bytes are filled in by the fetcher
-  std::string url;
-  std::string param;  // e.g. "messages[0].content[1].image_url.url", for error messages
+  std::string url;      // http(s)://, or file:// with RequestLimits::allow_file_urls
+  std::string param;    // e.g. "messages[0].content[1].image_url.url", for error messages
 };
 
 struct ChatRequest {
