@@ -15,7 +15,8 @@
 namespace qvl {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO (or a device) must not wait for a writer; it is refused below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     fail(err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
@@ -68,7 +69,9 @@ void MappedFile::release() {
 std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    fail(file_exists(path) ? ErrorCode::kIo : ErrorCode::kNotFound, "cannot read '" + path + "'");
+    const int err = errno;
+    fail(err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
+         "cannot read '" + path + "': " + std::strerror(err));
   }
   std::ostringstream ss;
   ss << in.rdbuf();

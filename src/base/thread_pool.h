@@ -20,6 +20,9 @@ int physical_core_count();
 
 class ThreadPool {
  public:
+  // More compute threads than this is a mistake, not a machine: refused before any is created.
+  static constexpr int kMaxThreads = 1024;
+
   // threads <= 0 means physical_core_count(). The pool uses threads-1 workers plus the caller.
   explicit ThreadPool(int threads = 0);
   ~ThreadPool();

@@ -98,7 +98,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--threads", o->threads,
                   "Threads, or a list (1,2) to run everything per count and report the scaling "
                   "(default: physical cores)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(CLI::Range(1, ThreadPool::kMaxThreads));
   cmd->add_option("--quant", o->quant,
                   "Weights: exact (fp32 oracle), bf16, q8 or q4 (default: q8 for a folder, as "
                   "stored for a pre-packed file)")

@@ -1,6 +1,8 @@
 // qvl: one binary, several subcommands (see DESIGN.md).
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -39,6 +41,13 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "qvl: internal error: %s\n", e.what());
     return 70;
+  }
+  // Output that never reached its destination (stdout on a full disk, a closed pipe) is a
+  // failure, not success: scripts must not take a missing answer for an answer.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "qvl: error: cannot write to standard output%s%s\n",
+                 errno != 0 ? ": " : "", errno != 0 ? std::strerror(errno) : "");
+    return 1;
   }
   return 0;
 }

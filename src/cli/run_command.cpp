@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "cli/conversation.h"
 #include "cli/sampling_flags.h"
 #include "hub/model_pull.h"
@@ -74,8 +75,8 @@ void run(const RunOptions& o) {
   if (!o.json) {
     stream = [](const std::string& delta) {
       std::fwrite(delta.data(), 1, delta.size(), stdout);
-      std::fflush(stdout);
-      return true;
+      // Nobody can read the answer (a full disk, a closed pipe): stop generating it.
+      return std::fflush(stdout) == 0 && !std::ferror(stdout);
     };
   }
   const GenerationResult r = engine->generate(req, stream);
@@ -124,7 +125,8 @@ void add_run_command(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--messages", opts->messages_file,
                   "OpenAI-style messages JSON (image parts: file:// paths or data: URIs)");
-  cmd->add_option("--threads", opts->threads, "Threads (default: physical cores)");
+  cmd->add_option("--threads", opts->threads, "Threads (default: physical cores)")
+      ->check(CLI::Range(0, ThreadPool::kMaxThreads));
   cmd->add_option("--quant", opts->quant,
                   "Weights: exact (fp32 oracle), bf16, q8 or q4 (default: q8 for a folder, as "
                   "stored for a pre-packed file)")

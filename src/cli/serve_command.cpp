@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/mapped_file.h"
+#include "base/thread_pool.h"
 #include "hub/model_pull.h"
 #include "server/server.h"
 
@@ -128,7 +129,8 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(0, 65535));
   serve->add_option("--alias", o.model_alias, "Model id to report (default: the folder name)");
   serve->add_option("-t,--threads", o.engine.threads, "Compute threads (0 = one per core)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0, ThreadPool::kMaxThreads));
   serve->add_option("--parallel", o.parallel, "Requests generating at once (one batch)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));

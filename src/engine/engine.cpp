@@ -326,6 +326,11 @@ Engine::ImageEmbeddings Engine::embed_image(const ImageInput& /*image*/) {
 }
 
 std::unique_ptr<Engine> Engine::load(const EngineOptions& options) {
+  if (options.threads < 0 || options.threads > ThreadPool::kMaxThreads) {
+    fail(ErrorCode::kInvalidArgument, "threads must be between 0 (one per core) and " +
+                                          std::to_string(ThreadPool::kMaxThreads) + ", not " +
+                                          std::to_string(options.threads));
+  }
   if (options.threads > 0) ThreadPool::set_global_threads(options.threads);
   return std::make_unique<EngineImpl>(options);
 }

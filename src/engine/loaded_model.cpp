@@ -1,10 +1,17 @@
 #include "engine/loaded_model.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "base/error.h"
 #include "base/log.h"
 #include "base/mapped_file.h"
 #include "base/timer.h"
 #include "model/packed_file.h"
+#include "model/weights_util.h"
 #include "tokenizer/chat_format.h"
 
 namespace qvl {
@@ -15,9 +22,7 @@ constexpr const char* kDefaultFolderQuant = "q8";
 std::unique_ptr<LoadedModel> load_folder(const std::string& dir, const std::string& quant_in,
                                          const std::string& lm_head,
                                          const std::string& vision_quant) {
-  if (!file_exists(dir + "/config.json")) {
-    fail(ErrorCode::kNotFound, "'" + dir + "' is not a model folder (no config.json)");
-  }
+  require_model_folder(dir);
   const std::string quant = quant_in.empty() ? kDefaultFolderQuant : quant_in;
   const WeightTypes types = weight_types_for(quant, lm_head, vision_quant);  // fail before loading
   const Timer timer;
@@ -125,13 +130,52 @@ std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std
 
 }  // namespace
 
+void require_model_folder(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT) fail(ErrorCode::kNotFound, "'" + dir + "' does not exist");
+    fail(ErrorCode::kIo, "cannot open '" + dir + "': " + std::strerror(err));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    fail(ErrorCode::kInvalidArgument,
+         "'" + dir + "' is neither a model folder nor a pre-packed model file");
+  }
+  if (::access(dir.c_str(), R_OK | X_OK) != 0) {
+    const int err = errno;
+    fail(ErrorCode::kIo, "cannot read the folder '" + dir + "': " + std::strerror(err));
+  }
+  const std::string config = dir + "/config.json";
+  if (::stat(config.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT) {
+      fail(ErrorCode::kNotFound, "'" + dir + "' is not a model folder (no config.json)");
+    }
+    fail(ErrorCode::kIo, "cannot open '" + config + "': " + std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) fail(ErrorCode::kInvalidArgument, "'" + config + "' is not a file");
+  if (::access(config.c_str(), R_OK) != 0) {
+    const int err = errno;
+    fail(ErrorCode::kIo, "cannot read '" + config + "': " + std::strerror(err));
+  }
+}
+
 std::unique_ptr<LoadedModel> load_model(const std::string& path_in, const std::string& quant,
                                         const std::string& lm_head,
                                         const std::string& vision_quant) {
   std::string path = path_in;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
-  if (is_model_file(path)) return load_packed_file(path, quant, lm_head, vision_quant);
-  return load_folder(path, quant, lm_head, vision_quant);
+  const ExactFallbacks before = exact_fallbacks();
+  auto model = is_model_file(path) ? load_packed_file(path, quant, lm_head, vision_quant)
+                                   : load_folder(path, quant, lm_head, vision_quant);
+  const ExactFallbacks after = exact_fallbacks();
+  if (after.matrices > before.matrices) {
+    QVL_LOG(kInfo) << after.matrices - before.matrices
+                   << " weight matrices of this model have a width that is not a multiple of "
+                   << ops::kBlockCols << " (e.g. " << after.example_cols
+                   << " columns) and stay exact (fp32 math on the stored weights)";
+  }
+  return model;
 }
 
 }  // namespace qvl

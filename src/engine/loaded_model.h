@@ -34,6 +34,10 @@ struct LoadedModel {
 // empty = the default for quant, or as stored in a pre-packed file (another type is an error).
 // vision_quant: the vision tower's big matrices ("", "bf16" or "q8", see weight_types_for); empty
 // means bf16 for a folder and as stored for a file.
+// Fails with a message that says what is wrong with `dir` as a model folder: missing, not a
+// folder, unreadable (with the system's reason), or without a readable config.json.
+void require_model_folder(const std::string& dir);
+
 std::unique_ptr<LoadedModel> load_model(const std::string& path, const std::string& quant,
                                         const std::string& lm_head = "",
                                         const std::string& vision_quant = "");

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "engine/loaded_model.h"
 #include "image/preprocess.h"
 #include "model/config.h"
 #include "model/packed_file.h"
@@ -26,9 +27,7 @@ constexpr const char* kEmbeddedFiles[] = {
 QuantizeSummary quantize_model_folder(const std::string& model_dir, const std::string& quant,
                                       const std::string& out_path,
                                       const std::string& vision_quant) {
-  if (!file_exists(model_dir + "/config.json")) {
-    fail(ErrorCode::kNotFound, "'" + model_dir + "' is not a model folder (no config.json)");
-  }
+  require_model_folder(model_dir);
   const ops::QuantType type = ops::parse_quant_type(quant);  // fail before any slow work
   if (type == ops::QuantType::kExact) {
     fail(ErrorCode::kInvalidArgument,

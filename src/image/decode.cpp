@@ -1,8 +1,10 @@
 // Format sniffing, limit checks and dispatch to the per-format decoders.
 #include "image/decode.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
@@ -15,21 +17,49 @@ namespace {
 
 constexpr const char* kSupported = "supported: JPEG, PNG, WebP, GIF, BMP";
 
-// Magic bytes as a string literal; its length comes from the array (magics may hold NUL).
+// The magic is a string literal whose length comes from its type, so magics containing NUL bytes
+// (TIFF, JPEG XL) compare all their bytes.
 template <size_t N>
 bool starts_with(const uint8_t* data, size_t size, const char (&magic)[N], size_t offset = 0) {
-  const size_t n = N - 1;
+  constexpr size_t n = N - 1;
   return size >= offset + n && std::memcmp(data + offset, magic, n) == 0;
 }
 
-// Names a few common formats we do not decode, so the error says what the file actually is.
+bool contains(const uint8_t* data, size_t size, std::string_view needle, size_t within) {
+  const std::string_view text(reinterpret_cast<const char*>(data), std::min(size, within));
+  return text.find(needle) != std::string_view::npos;
+}
+
+// The ISO base media "ftyp" box names its brand at offset 8: tells HEIC from AVIF.
+std::string describe_iso_media(const uint8_t* data, size_t size) {
+  if (starts_with(data, size, "avif", 8) || starts_with(data, size, "avis", 8)) return "AVIF";
+  if (starts_with(data, size, "heic", 8) || starts_with(data, size, "heix", 8) ||
+      starts_with(data, size, "heim", 8) || starts_with(data, size, "heis", 8) ||
+      starts_with(data, size, "hevc", 8) || starts_with(data, size, "hevx", 8))
+    return "HEIC";
+  if (starts_with(data, size, "mif1", 8) || starts_with(data, size, "msf1", 8)) return "HEIF";
+  if (starts_with(data, size, "qt  ", 8)) return "QuickTime video";
+  return "ISO media (MP4/HEIF family)";
+}
+
+// Names the common formats we do not decode, so the error says what the file actually is.
 std::string describe_unknown(const uint8_t* data, size_t size) {
-  if (starts_with(data, size, "II*\0", 0) || starts_with(data, size, "MM\0*", 0)) return "TIFF";
-  if (starts_with(data, size, "ftyp", 4)) return "HEIF/AVIF (ISO media)";
-  if (starts_with(data, size, "\xff\x0a") || starts_with(data, size, "\0\0\0\x0cJXL ", 0))
+  if (starts_with(data, size, "II*\0") || starts_with(data, size, "MM\0*")) return "TIFF";
+  if (starts_with(data, size, "ftyp", 4)) return describe_iso_media(data, size);
+  if (starts_with(data, size, "\xff\x0a") || starts_with(data, size, "\0\0\0\x0cJXL \r\n\x87\n"))
     return "JPEG XL";
-  if (starts_with(data, size, "<svg") || starts_with(data, size, "<?xml")) return "SVG/XML";
   if (starts_with(data, size, "%PDF")) return "PDF";
+  if (starts_with(data, size, "8BPS")) return "Photoshop PSD";
+  if (starts_with(data, size, "\0\0\1\0")) return "ICO";
+  if (starts_with(data, size, "qoif")) return "QOI";
+  if (starts_with(data, size, "\x76\x2f\x31\x01")) return "OpenEXR";
+  // SVG is text: a BOM, whitespace, an XML declaration or comments may precede the root element.
+  if (contains(data, size, "<svg", 4096)) return "SVG";
+  if (starts_with(data, size, "<?xml") || starts_with(data, size, "\xef\xbb\xbf<?xml"))
+    return "XML";
+  if (contains(data, size, "<html", 1024) || contains(data, size, "<!DOCTYPE html", 1024) ||
+      contains(data, size, "<!doctype html", 1024))
+    return "HTML";
   std::string hex;
   static const char* digits = "0123456789abcdef";
   for (size_t i = 0; i < size && i < 8; ++i) {

@@ -1,6 +1,8 @@
 #include "model/config.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
@@ -17,6 +19,11 @@ json parse_json(const std::string& text, const std::string& origin) {
     fail(ErrorCode::kCorrupt, origin + " is not valid JSON: " + e.what());
   }
 }
+
+constexpr int64_t kMaxDimension = 1 << 20;   // hidden, intermediate and similar sizes
+constexpr int64_t kMaxCount = 4096;          // layers, heads, patch sizes
+constexpr int64_t kMaxVocabulary = 1 << 22;  // 4M tokens (Qwen3: 151,936)
+constexpr int64_t kMaxPositions = 1 << 24;   // 16M (Qwen3-VL: 262,144)
 
 // Field access with errors that name the file and the JSON path.
 class Reader {
@@ -41,15 +48,31 @@ class Reader {
     if (!v.is_number_integer()) bad(key, "an integer");
     return v.get<int64_t>();
   }
-  int64_t positive(const std::string& key) const {
+  // Every size has a ceiling far above any real model, so an absurd value (1e12 positions, a
+  // billion heads) is refused here instead of turning into a huge allocation later.
+  int64_t positive(const std::string& key, int64_t max = kMaxDimension) const {
     const int64_t v = integer(key);
-    if (v <= 0) bad(key, "a positive integer");
+    if (v <= 0 || v > max) bad(key, "a positive integer up to " + std::to_string(max));
+    return v;
+  }
+  int64_t in_range(const std::string& key, int64_t lo, int64_t hi, const std::string& what) const {
+    const int64_t v = integer(key);
+    if (v < lo || v > hi) bad(key, what);
     return v;
   }
   double number(const std::string& key) const {
     const json& v = at(key);
-    if (!v.is_number()) bad(key, "a number");
+    if (!v.is_number() || !std::isfinite(v.get<double>())) bad(key, "a finite number");
     return v.get<double>();
+  }
+  double number_in(const std::string& key, double lo, double hi) const {
+    const double v = number(key);
+    if (!(v > lo && v <= hi)) {
+      std::ostringstream range;
+      range << "a number in (" << lo << ", " << hi << "]";
+      bad(key, range.str());
+    }
+    return v;
   }
   std::string string(const std::string& key) const {
     const json& v = at(key);
@@ -83,16 +106,18 @@ class Reader {
 
 TextConfig parse_text(const Reader& r) {
   TextConfig t;
-  t.vocab_size = r.positive("vocab_size");
+  t.vocab_size = r.positive("vocab_size", kMaxVocabulary);
   t.hidden_size = r.positive("hidden_size");
-  t.num_layers = r.positive("num_hidden_layers");
-  t.num_heads = r.positive("num_attention_heads");
-  t.num_kv_heads = r.has("num_key_value_heads") ? r.positive("num_key_value_heads") : t.num_heads;
-  t.head_dim = r.has("head_dim") ? r.positive("head_dim") : t.hidden_size / t.num_heads;
+  t.num_layers = r.positive("num_hidden_layers", kMaxCount);
+  t.num_heads = r.positive("num_attention_heads", kMaxCount);
+  t.num_kv_heads =
+      r.has("num_key_value_heads") ? r.positive("num_key_value_heads", kMaxCount) : t.num_heads;
+  t.head_dim = r.has("head_dim") ? r.positive("head_dim", kMaxCount) : t.hidden_size / t.num_heads;
+  if (t.head_dim <= 0) r.bad("num_attention_heads", "at most hidden_size");
   t.intermediate_size = r.positive("intermediate_size");
-  t.max_position_embeddings = r.positive("max_position_embeddings");
-  t.rms_norm_eps = static_cast<float>(r.number("rms_norm_eps"));
-  t.rope_theta = r.number("rope_theta");
+  t.max_position_embeddings = r.positive("max_position_embeddings", kMaxPositions);
+  t.rms_norm_eps = static_cast<float>(r.number_in("rms_norm_eps", 0.0, 1.0));
+  t.rope_theta = r.number_in("rope_theta", 0.0, 1e12);
   t.attention_bias = r.boolean("attention_bias", false);
   t.hidden_act = r.has("hidden_act") ? r.string("hidden_act") : "silu";
   if (t.hidden_act != "silu") r.bad("hidden_act", "\"silu\" (the only activation qvl supports)");
@@ -123,16 +148,16 @@ TextConfig parse_text(const Reader& r) {
 
 VisionConfig parse_vision(const Reader& r) {
   VisionConfig v;
-  v.depth = r.positive("depth");
+  v.depth = r.positive("depth", kMaxCount);
   v.hidden_size = r.positive("hidden_size");
-  v.num_heads = r.positive("num_heads");
+  v.num_heads = r.positive("num_heads", kMaxCount);
   v.intermediate_size = r.positive("intermediate_size");
-  v.patch_size = r.positive("patch_size");
-  v.temporal_patch_size = r.positive("temporal_patch_size");
-  v.spatial_merge_size = r.positive("spatial_merge_size");
-  v.in_channels = r.has("in_channels") ? r.positive("in_channels") : 3;
+  v.patch_size = r.positive("patch_size", kMaxCount);
+  v.temporal_patch_size = r.positive("temporal_patch_size", 16);
+  v.spatial_merge_size = r.positive("spatial_merge_size", 16);
+  v.in_channels = r.has("in_channels") ? r.positive("in_channels", 16) : 3;
   v.out_hidden_size = r.positive("out_hidden_size");
-  v.num_position_embeddings = r.positive("num_position_embeddings");
+  v.num_position_embeddings = r.positive("num_position_embeddings", kMaxPositions);
   v.deepstack_visual_indexes = r.has("deepstack_visual_indexes")
                                    ? r.int_list("deepstack_visual_indexes")
                                    : std::vector<int64_t>{};
@@ -178,10 +203,14 @@ ModelConfig parse_model_config(const std::string& text, const std::string& origi
   c.tie_word_embeddings = r.has("tie_word_embeddings")
                               ? r.boolean("tie_word_embeddings", false)
                               : text_r.boolean("tie_word_embeddings", false);
-  c.image_token_id = r.integer("image_token_id");
-  c.video_token_id = r.has("video_token_id") ? r.integer("video_token_id") : -1;
-  c.vision_start_token_id = r.integer("vision_start_token_id");
-  c.vision_end_token_id = r.integer("vision_end_token_id");
+  // Special tokens index the embedding table: they must be ids of the vocabulary.
+  const int64_t vocab = c.text.vocab_size;
+  const std::string token_id = "a token id below vocab_size (" + std::to_string(vocab) + ")";
+  c.image_token_id = r.in_range("image_token_id", 0, vocab - 1, token_id);
+  c.video_token_id =
+      r.has("video_token_id") ? r.in_range("video_token_id", -1, vocab - 1, token_id) : -1;
+  c.vision_start_token_id = r.in_range("vision_start_token_id", 0, vocab - 1, token_id);
+  c.vision_end_token_id = r.in_range("vision_end_token_id", 0, vocab - 1, token_id);
   return c;
 }
 

@@ -132,9 +132,15 @@ PackedModelFile PackedModelFile::open(const std::string& path) {
                                     std::to_string(kPackedAlignment) + "-byte aligned");
     }
   }
+  // Every model has its head packed, except one too narrow to pack (loaded exact instead).
   if (!f.store_.packed(kPackedHeadName)) {
-    fail(ErrorCode::kCorrupt,
-         "'" + path + "' has no packed output head '" + std::string(kPackedHeadName) + "'");
+    const std::optional<std::string_view> config = f.file("config.json");
+    if (!config ||
+        packable_width(
+            parse_model_config(std::string(*config), f.origin("config.json")).text.hidden_size)) {
+      fail(ErrorCode::kCorrupt,
+           "'" + path + "' has no packed output head '" + std::string(kPackedHeadName) + "'");
+    }
   }
   return f;
 }
@@ -182,8 +188,11 @@ TextWeights load_packed_text_weights(const ModelConfig& config, const WeightStor
   WeightTypes head_as_view = types;
   head_as_view.lm_head = ops::QuantType::kExact;
   TextWeights w = load_text_weights(config, store, head_as_view);
-  w.lm_head = packed_weight(store, kPackedHeadName, config.text.vocab_size, config.text.hidden_size,
-                            types.lm_head);
+  // A head too narrow to pack was not written packed: it stays the exact view made above.
+  if (packable_width(config.text.hidden_size)) {
+    w.lm_head = packed_weight(store, kPackedHeadName, config.text.vocab_size,
+                              config.text.hidden_size, types.lm_head);
+  }
   w.tied_lm_head = lm_head_tied;
   return w;
 }

@@ -14,6 +14,7 @@
 #include "model/text_decoder.h"
 #include "model/vision_weights.h"
 #include "model/weight_types.h"
+#include "model/weights_util.h"
 
 namespace qvl {
 namespace {
@@ -74,8 +75,11 @@ class PackPlan {
     QVL_CHECK(it != by_data_.end());
     return it->second;
   }
-  void add(const std::string& name, const ops::PackedMatrix& view, ops::QuantType type) {
+  void add(const std::string& name, const ops::PackedMatrix& view, ops::QuantType wanted) {
     const ops::WeightRef& source = view.exact_source();
+    // A matrix the packed types cannot hold is stored as it is; loaders keep it exact too.
+    const ops::QuantType type = fitting_type(wanted, source.cols);
+    if (type == ops::QuantType::kExact) return;
     PackJob job{name, source, type};
     try {
       job.bytes = ops::packed_size_bytes(type, source.rows, source.cols);

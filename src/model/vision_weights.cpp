@@ -51,8 +51,9 @@ VisionWeights load_vision_weights(const VisionConfig& c, const WeightStore& s,
         for (int64_t i = 0; i < plane; ++i)
           w.patch_embed_still[o * still_cols + ch * plane + i] +=
               kernel[((o * c.in_channels + ch) * tp + t) * plane + i];
-  w.patch_embed = ops::PackedMatrix::pack(
-      {ops::WeightType::kF32, w.patch_embed_still.data(), hid, still_cols}, types.vision_patch);
+  w.patch_embed =
+      ops::PackedMatrix::pack({ops::WeightType::kF32, w.patch_embed_still.data(), hid, still_cols},
+                              fitting_type(types.vision_patch, still_cols));
   w.patch_embed_bias = vector_weight(s, p + "patch_embed.proj.bias", hid);
   w.pos_embed = matrix_weight(s, p + "pos_embed.weight", c.num_position_embeddings, hid);
   for (int64_t b = 0; b < c.depth; ++b) {

@@ -1,5 +1,7 @@
 #include "model/weights_util.h"
 
+#include <atomic>
+
 #include "base/error.h"
 
 namespace qvl {
@@ -29,8 +31,26 @@ ops::WeightRef matrix_weight(const WeightStore& store, const std::string& name, 
   return w;
 }
 
+namespace {
+std::atomic<int64_t> g_fallback_matrices{0};
+std::atomic<int64_t> g_fallback_example_cols{0};
+}  // namespace
+
+ops::QuantType fitting_type(ops::QuantType wanted, int64_t cols) {
+  if (wanted == ops::QuantType::kExact || packable_width(cols)) return wanted;
+  g_fallback_matrices.fetch_add(1, std::memory_order_relaxed);
+  g_fallback_example_cols.store(cols, std::memory_order_relaxed);
+  return ops::QuantType::kExact;
+}
+
+ExactFallbacks exact_fallbacks() {
+  return {g_fallback_matrices.load(std::memory_order_relaxed),
+          g_fallback_example_cols.load(std::memory_order_relaxed)};
+}
+
 ops::PackedMatrix packed_weight(const WeightStore& store, const std::string& name, int64_t rows,
-                                int64_t cols, ops::QuantType type) {
+                                int64_t cols, ops::QuantType wanted) {
+  const ops::QuantType type = fitting_type(wanted, cols);
   if (const PackedTensor* p = store.packed(name)) {
     if (p->type != type || p->rows != rows || p->cols != cols) {
       fail(ErrorCode::kCorrupt, "weight '" + name + "' in '" + p->bytes->file + "' is packed as " +

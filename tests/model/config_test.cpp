@@ -77,6 +77,42 @@ TEST(Config, ClearErrors) {
   EXPECT_THROW(parse_model_config("{", "c"), Error);
 }
 
+// Values no real model has are refused with the field named, before anything is allocated.
+TEST(Config, AbsurdValuesAreRefused) {
+  struct Case {
+    const char* section;  // "" for top level
+    const char* key;
+    nlohmann::json value;
+  };
+  const std::vector<Case> cases = {
+      {"text_config", "rms_norm_eps", -1e-6},
+      {"text_config", "rms_norm_eps", 0.0},
+      {"text_config", "rms_norm_eps", 5.0},
+      {"text_config", "rope_theta", -1.0},
+      {"text_config", "max_position_embeddings", int64_t{1000000000000}},
+      {"text_config", "num_hidden_layers", int64_t{1} << 40},
+      {"text_config", "vocab_size", int64_t{1} << 40},
+      {"text_config", "num_attention_heads", 1000000},
+      {"vision_config", "depth", 100000},
+      {"vision_config", "spatial_merge_size", 1000},
+      {"", "image_token_id", int64_t{1000000000000}},
+      {"", "image_token_id", -5},
+      {"", "vision_start_token_id", 151936},
+      {"", "video_token_id", -2},
+  };
+  for (const Case& c : cases) {
+    auto j = tiny_config();
+    auto& section = std::string(c.section).empty() ? j : j[c.section];
+    section[c.key] = c.value;
+    const std::string error = error_of(j);
+    EXPECT_NE(error.find(c.key), std::string::npos)
+        << c.section << "." << c.key << "=" << c.value.dump() << " gave: '" << error << "'";
+  }
+  auto j = tiny_config();
+  j["video_token_id"] = -1;  // "no video token" stays allowed
+  EXPECT_EQ(error_of(j), "");
+}
+
 TEST(Config, GenerationConfigVariants) {
   EXPECT_EQ(parse_generation_config(R"({"eos_token_id": 7})", "g").eos_token_ids,
             (std::vector<int64_t>{7}));

@@ -54,12 +54,10 @@ GenerationRequest request_for(const GoldenCase& c) {
   return req;
 }
 
-class EngineParity : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(EngineParity, PromptIdsAndGreedyTokens) {
+void check_prompt_ids_and_greedy_tokens(const std::string& case_name) {
   GoldenCase c;
   for (auto& g : load_golden_cases())
-    if (g.name == GetParam()) c = g;
+    if (g.name == case_name) c = g;
   ASSERT_FALSE(c.name.empty());
   const GenerationResult r = engine().generate(request_for(c));
   EXPECT_EQ(r.prompt_ids, c.i64("input_ids"));
@@ -72,12 +70,16 @@ TEST_P(EngineParity, PromptIdsAndGreedyTokens) {
   EXPECT_EQ(r.text, c.manifest["generated_text"].get<std::string>());
 }
 
+TEST(EngineParity, PromptIdsAndGreedyTokens) {
+  for_each_golden_case(check_prompt_ids_and_greedy_tokens);
+}
+
 // The same case again on the same engine: every prompt position but the last comes from the
 // prefix cache (and the images from the image cache), and the greedy tokens stay the golden ones.
-TEST_P(EngineParity, PrefixReuseKeepsTheGreedyTokens) {
+void check_prefix_reuse_keeps_the_greedy_tokens(const std::string& case_name) {
   GoldenCase c;
   for (auto& g : load_golden_cases())
-    if (g.name == GetParam()) c = g;
+    if (g.name == case_name) c = g;
   ASSERT_FALSE(c.name.empty());
   engine().generate(request_for(c));
   const GenerationResult r = engine().generate(request_for(c));
@@ -89,6 +91,10 @@ TEST_P(EngineParity, PrefixReuseKeepsTheGreedyTokens) {
   for (size_t s = 0; s < want.size() && margins[s] >= 1e-3f; ++s) {
     EXPECT_EQ(r.completion_ids[s], want[s]) << "step " << s;
   }
+}
+
+TEST(EngineParity, PrefixReuseKeepsTheGreedyTokens) {
+  for_each_golden_case(check_prefix_reuse_keeps_the_greedy_tokens);
 }
 
 // Every golden case at once through one engine (continuous batching): each keeps its tokens.
@@ -116,9 +122,6 @@ TEST(EngineParityBatch, AllCasesTogetherKeepTheGreedyTokens) {
     }
   }
 }
-
-INSTANTIATE_TEST_SUITE_P(Golden, EngineParity, ::testing::ValuesIn(golden_case_names()),
-                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace qvl::testing

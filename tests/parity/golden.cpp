@@ -1,6 +1,9 @@
 #include "golden.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "base/mapped_file.h"
@@ -31,15 +34,19 @@ std::vector<GoldenCase> load_golden_cases() {
   return out;
 }
 
-std::vector<std::string> golden_case_names() {
+void for_each_golden_case(const std::function<void(const std::string&)>& check) {
   std::vector<std::string> names;
-  try {
-    const auto manifest = load_manifest();
-    for (const auto& c : manifest["cases"]) names.push_back(c["name"].get<std::string>());
-  } catch (...) {
-    names.push_back("missing_manifest");  // the test itself then fails with the real error
+  const nlohmann::json manifest = load_manifest();
+  for (const auto& c : manifest["cases"]) names.push_back(c["name"].get<std::string>());
+  if (names.empty()) {
+    ADD_FAILURE() << "the golden folder " << golden_dir() << " has no cases in its manifest";
+    return;
   }
-  return names;
+  for (const std::string& name : names) {
+    SCOPED_TRACE("golden case " + name + " of " + golden_dir());
+    check(name);
+    std::printf("[parity] case %s checked\n", name.c_str());
+  }
 }
 
 double max_abs_diff(const float* a, const float* b, size_t n) {

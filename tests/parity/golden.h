@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -30,7 +31,9 @@ nlohmann::json load_manifest();
 // Largest |a - b|; sizes must match (checked by the caller via EXPECT on size()).
 double max_abs_diff(const float* a, const float* b, size_t n);
 
-// Case names for INSTANTIATE_TEST_SUITE_P, read from the manifest at test registration time.
-std::vector<std::string> golden_case_names();
+// Runs check(case_name) for every case in the manifest of golden_dir(), read when the test runs
+// (so QVL_GOLDEN_DIR set then is honoured whatever folder the tests were listed from), each under
+// a SCOPED_TRACE with its name. A folder whose manifest yields no case fails the test.
+void for_each_golden_case(const std::function<void(const std::string&)>& check);
 
 }  // namespace qvl::testing

@@ -94,15 +94,13 @@ INSTANTIATE_TEST_SUITE_P(Golden, QuantAgreement, ::testing::Values("bf16", "q8",
 // the tiny model's logits by at most 8e-4); every golden step of the tiny model is above 0.15.
 constexpr float kBf16MarginFloor = 0.05f;
 
-class Bf16Greedy : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(Bf16Greedy, KeepsGoldenTokens) {
+void check_keeps_golden_tokens(const std::string& case_name) {
   const auto& prompts = golden_prompts();
   const auto cases = load_golden_cases();
   size_t k = 0;
-  while (k < cases.size() && cases[k].name != GetParam()) ++k;
+  while (k < cases.size() && cases[k].name != case_name) ++k;
   ASSERT_LT(k, cases.size());
-  ASSERT_EQ(prompts[k].name, GetParam());
+  ASSERT_EQ(prompts[k].name, case_name);
   GenerationRequest req = prompts[k].request;
   req.sampling.temperature = 0;
   req.sampling.ignore_eos = true;
@@ -117,8 +115,9 @@ TEST_P(Bf16Greedy, KeepsGoldenTokens) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, Bf16Greedy, ::testing::ValuesIn(golden_case_names()),
-                         [](const auto& info) { return info.param; });
+TEST(Bf16Greedy, KeepsGoldenTokens) {
+  for_each_golden_case(check_keeps_golden_tokens);
+}
 
 }  // namespace
 }  // namespace qvl::testing

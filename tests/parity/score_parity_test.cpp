@@ -38,12 +38,10 @@ QualityPrompt prompt_named(const std::string& name) {
 
 constexpr double kLogitTolerance = 1e-4;  // the goldens' suggested bound for fp32 logits
 
-class ScoreParity : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(ScoreParity, TeacherForcedLogitsMatchGoldenSteps) {
+void check_teacher_forced_logits_match_golden_steps(const std::string& case_name) {
   GoldenCase c;
   for (auto& g : load_golden_cases())
-    if (g.name == GetParam()) c = g;
+    if (g.name == case_name) c = g;
   ASSERT_FALSE(c.name.empty());
   const QualityPrompt p = prompt_named(c.name);
   const auto tokens = c.i64("gen.tokens");
@@ -82,8 +80,9 @@ TEST_P(ScoreParity, TeacherForcedLogitsMatchGoldenSteps) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, ScoreParity, ::testing::ValuesIn(golden_case_names()),
-                         [](const auto& info) { return info.param; });
+TEST(ScoreParity, TeacherForcedLogitsMatchGoldenSteps) {
+  for_each_golden_case(check_teacher_forced_logits_match_golden_steps);
+}
 
 TEST(Score, EmptyContinuationGivesTheNextTokenDistribution) {
   const QualityPrompt p = golden_quality_prompts(golden_dir()).front();

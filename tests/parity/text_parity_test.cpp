@@ -45,10 +45,8 @@ GoldenCase find_case(const std::string& name) {
   throw std::runtime_error("case " + name + " not in " + golden_dir());
 }
 
-class TextParity : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(TextParity, PositionIds) {
-  const GoldenCase c = find_case(GetParam());
+void check_position_ids(const std::string& case_name) {
+  const GoldenCase c = find_case(case_name);
   const Model& m = model();
   const auto ids = c.i64("input_ids");
   const RopePositions pos = compute_rope_positions(ids, grids_of(c), m.config.image_token_id,
@@ -62,8 +60,12 @@ TEST_P(TextParity, PositionIds) {
     for (int d = 0; d < 3; ++d) EXPECT_EQ(full[d * total + n + i], n + i + pos.delta);
 }
 
-TEST_P(TextParity, RopeTables) {
-  const GoldenCase c = find_case(GetParam());
+TEST(TextParity, PositionIds) {
+  for_each_golden_case(check_position_ids);
+}
+
+void check_rope_tables(const std::string& case_name) {
+  const GoldenCase c = find_case(case_name);
   const Model& m = model();
   const auto ids = c.i64("input_ids");
   const RopePositions pos = compute_rope_positions(ids, grids_of(c), m.config.image_token_id,
@@ -79,8 +81,12 @@ TEST_P(TextParity, RopeTables) {
       worst = std::max<double>(worst, std::fabs(gcos[t * 2 * half + i] - cos[t * half + i % half]));
       worst = std::max<double>(worst, std::fabs(gsin[t * 2 * half + i] - sin[t * half + i % half]));
     }
-  RecordProperty("max_diff", std::to_string(worst));
+  ::testing::Test::RecordProperty("max_diff", std::to_string(worst));
   EXPECT_LE(worst, 1e-5);
+}
+
+TEST(TextParity, RopeTables) {
+  for_each_golden_case(check_rope_tables);
 }
 
 // Runs the vision tower on every image of the case (from the golden resized pixels), checking
@@ -132,8 +138,8 @@ VisionOutput encode_case_images(const GoldenCase& c, std::map<std::string, doubl
   return all;
 }
 
-TEST_P(TextParity, PrefillAndGreedyDecode) {
-  const GoldenCase c = find_case(GetParam());
+void check_prefill_and_greedy_decode(const std::string& case_name) {
+  const GoldenCase c = find_case(case_name);
   Model& m = model();
   const TextConfig& tc = m.config.text;
   const int64_t h = tc.hidden_size;
@@ -232,15 +238,16 @@ TEST_P(TextParity, PrefillAndGreedyDecode) {
   diffs["gen.step_probe_vals"] = step_logit_worst;
 
   for (const auto& [key, d] : diffs) {
-    RecordProperty(key, std::to_string(d));
+    ::testing::Test::RecordProperty(key, std::to_string(d));
     std::printf("[parity] %s %s max|diff| = %.3g\n", c.name.c_str(), key.c_str(), d);
     EXPECT_LE(d, key.rfind("text", 0) == 0 ? kHiddenTol : kLogitTol) << key;
   }
   EXPECT_TRUE(diffs.count("text.final_norm")) << "golden has no text.final_norm";
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, TextParity, ::testing::ValuesIn(golden_case_names()),
-                         [](const auto& info) { return info.param; });
+TEST(TextParity, PrefillAndGreedyDecode) {
+  for_each_golden_case(check_prefill_and_greedy_decode);
+}
 
 }  // namespace
 }  // namespace qvl::testing
