@@ -223,9 +223,11 @@ void run_batch(const BatchOptions& o) {
   }
   for (std::thread& t : workers) t.join();
   if (write_error) std::rethrow_exception(write_error);
-  const bool interrupted = handled_interrupts > 0;
-  std::fprintf(stderr, "%s\n", progress.summary(interrupted).c_str());
   const BatchTotals totals = progress.totals();
+  // An interrupt that came after the last input was taken changed nothing.
+  const bool interrupted =
+      handled_interrupts > 0 && totals.done + totals.failed < static_cast<int64_t>(todo.size());
+  std::fprintf(stderr, "%s\n", progress.summary(interrupted).c_str());
   // CLI11 prints nothing for a RuntimeError: the message goes out here.
   if (interrupted) {
     std::fprintf(stderr, "qvl batch: interrupted; run the same command again to resume\n");
