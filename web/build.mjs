@@ -11,8 +11,9 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const [outCpp, dirFlag, dirValue] = process.argv.slice(2);
 if (!outCpp) throw new Error('usage: node web/build.mjs <out.cpp> [--dir <folder>]');
 
-async function bundle(entry, loader) {
+async function bundle(entry, loader, extra = {}) {
   const result = await esbuild.build({
+    ...extra,
     entryPoints: [path.join(here, 'src', entry)],
     bundle: true,
     minify: true,
@@ -26,9 +27,29 @@ async function bundle(entry, loader) {
   return Buffer.from(result.outputFiles[0].contents);
 }
 
+// The maths and code-colouring bundle, loaded by the page only when an answer needs it, and
+// KaTeX's fonts (woff2 only: every browser the page targets reads it).
+async function bundleRich() {
+  const js = await bundle('rich.js');
+  const out = await esbuild.build({
+    entryPoints: [path.join(here, 'src', 'rich.css')], bundle: true, minify: true, write: false,
+    outdir: path.join(here, 'out'), assetNames: '[name].[hash]', publicPath: '/assets/',
+    loader: { '.woff2': 'file', '.woff': 'empty', '.ttf': 'empty' }, logLevel: 'warning',
+  });
+  const fonts = out.outputFiles.filter((f) => f.path.endsWith('.woff2'))
+    .map((f) => ({ path: `/assets/${path.basename(f.path)}`, type: 'font/woff2', body: Buffer.from(f.contents), immutable: true }));
+  const css = Buffer.from(out.outputFiles.find((f) => f.path.endsWith('.css')).contents);
+  return { js, css, fonts };
+}
+
 const hash = (bytes) => createHash('sha256').update(bytes).digest('hex').slice(0, 16);
 
-const js = await bundle('main.js');
+const rich = await bundleRich();
+const richJsPath = `/assets/rich.${hash(rich.js)}.js`;
+const richCssPath = `/assets/rich.${hash(rich.css)}.css`;
+const js = await bundle('main.js', undefined, {
+  define: { RICH_JS: JSON.stringify(richJsPath), RICH_CSS: JSON.stringify(richCssPath) },
+});
 const css = await bundle('style.css');
 const jsPath = `/assets/app.${hash(js)}.js`;
 const cssPath = `/assets/app.${hash(css)}.css`;
@@ -44,6 +65,9 @@ const assets = [
   { path: '/favicon.svg', type: 'image/svg+xml', body: favicon, immutable: false },
   { path: jsPath, type: 'text/javascript; charset=utf-8', body: js, immutable: true },
   { path: cssPath, type: 'text/css; charset=utf-8', body: css, immutable: true },
+  { path: richJsPath, type: 'text/javascript; charset=utf-8', body: rich.js, immutable: true },
+  { path: richCssPath, type: 'text/css; charset=utf-8', body: rich.css, immutable: true },
+  ...rich.fonts,
 ];
 
 function byteArray(bytes) {
@@ -91,4 +115,6 @@ if (dirFlag === '--dir' && dirValue) {
     writeFileSync(file, a.body);
   }
 }
-console.log(`web page: ${(js.length / 1024).toFixed(1)} KiB script, ${(css.length / 1024).toFixed(1)} KiB style`);
+console.log(`web page: ${(js.length / 1024).toFixed(1)} KiB script, ${(css.length / 1024).toFixed(1)} KiB style; ` +
+  `on demand: ${(rich.js.length / 1024).toFixed(1)} KiB maths and code script, ${(rich.css.length / 1024).toFixed(1)} KiB style, ` +
+  `${(rich.fonts.reduce((n, f) => n + f.body.length, 0) / 1024).toFixed(1)} KiB fonts`);

@@ -41,6 +41,9 @@ struct EngineOptions {
   int64_t kv_cache_mb = 0;
   int64_t image_cache_mb = 0;
   int64_t kv_page_tokens = 32;  // positions per KV page (a multiple of 16)
+  // KV cache storage with bf16/q8/q4 weights: "f16" (default when empty) or "q8" (8-bit blocks
+  // with a scale each: 0.56x the memory and bytes read per decode step). Exact keeps fp32.
+  std::string kv_type;
   int64_t prefill_chunk = 256;  // prompt positions per step while other requests decode
   int64_t max_batch = 16;       // requests decoding together; more wait in order
 };
@@ -169,7 +172,7 @@ struct ModelInfo {
   SamplingParams default_sampling;  // from generation_config.json
   std::string weights;              // decoder weight type in use: "exact", "bf16", "q8" or "q4"
   std::string vision_weights;       // vision tower's big matrices: "exact", "bf16" or "q8"
-  std::string kv_cache;             // KV cache storage: "f32" (exact) or "f16"
+  std::string kv_cache;             // KV cache storage: "f32" (exact), "f16" or "q8"
   ModelCost cost;
 };
 

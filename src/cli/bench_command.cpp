@@ -24,6 +24,7 @@ struct BenchOptions {
   std::string quant;         // empty: q8 for a folder, as stored for a pre-packed file
   std::string lm_head;       // empty: the default for quant
   std::string vision_quant;  // empty: bf16 for a folder, as stored for a pre-packed file
+  std::string kv_type;       // empty: f16
   BenchSettings settings;
   double probe_seconds = 0.2;
   bool probe_only = false;
@@ -66,6 +67,7 @@ void bench(BenchOptions o) {
   eo.quant = o.quant;
   eo.lm_head = o.lm_head;
   eo.vision_quant = o.vision_quant;
+  eo.kv_type = o.kv_type;
   eo.image_max_tokens = 1024;  // 448x448 -> 196 tokens and 1024x768 -> 768 tokens, unscaled
   eo.image_cache_mb = -1;      // every image is new anyway (see measure_run)
   const Timer load_timer;
@@ -112,6 +114,9 @@ void add_bench_command(CLI::App& app) {
                   "Vision tower's big matrices: bf16 or q8 (default: bf16 for a folder, as stored "
                   "for a pre-packed file)")
       ->check(CLI::IsMember({"bf16", "q8"}));
+  cmd->add_option("--kv-type", o->kv_type,
+                  "KV cache with bf16/q8/q4 weights: f16 (default) or q8 (8-bit, 0.56x the memory)")
+      ->check(CLI::IsMember({"f16", "q8"}));
   cmd->add_option("--repeats", o->settings.repeats, "Repeats; medians are reported")
       ->capture_default_str();
   cmd->add_option("--prompt-tokens", o->settings.prompt_tokens,

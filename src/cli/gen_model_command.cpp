@@ -29,9 +29,10 @@ struct Preset {
 
 Preset preset_by_name(const std::string& name) {
   if (name == "tiny") return {64, 4, 4, 2, 16, 128, {4, 2, 2}, 4, 32, 2, 64, {0, 1, 2}};
-  // Widths that are not multiples of 32 (text 80 and 112, vision 48 and 72): the fast weight
+  // Widths that are not multiples of 32 (text 80 and 112, vision 48 and 72; head_dim 32 so the
+  // 8-bit KV cache can run on it too): the fast weight
   // types cannot pack those matrices, which must then stay exact.
-  if (name == "tiny-odd") return {80, 3, 4, 2, 16, 112, {4, 2, 2}, 3, 48, 2, 72, {0, 1}};
+  if (name == "tiny-odd") return {80, 3, 4, 2, 32, 112, {8, 4, 4}, 3, 48, 2, 72, {0, 1}};
   if (name == "qwen3-vl-2b") {
     return {2048, 28, 16, 8, 128, 6144, {24, 20, 20}, 24, 1024, 16, 4096, {5, 11, 17}};
   }

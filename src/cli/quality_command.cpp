@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -23,6 +24,7 @@ struct QualityOptions {
   std::vector<std::string> quants = {"bf16", "q8", "q4"};
   std::string lm_head;  // empty: each type's default head
   std::vector<std::string> vision_quants = {"bf16"};
+  std::vector<std::string> kv_types = {"f16"};
   std::string golden;
   int64_t continuation_tokens = 32;
   int64_t image_min_tokens = 0;
@@ -37,11 +39,13 @@ constexpr int64_t kGoldenImageMinTokens = 64;
 constexpr int64_t kGoldenImageMaxTokens = 16384;
 
 EngineOptions engine_options(const QualityOptions& o, const std::string& dir,
-                             const std::string& quant, const std::string& vision_quant = "") {
+                             const std::string& quant, const std::string& vision_quant = "",
+                             const std::string& kv_type = "") {
   EngineOptions eo;
   eo.model_dir = dir;
   eo.threads = o.threads;
   eo.quant = quant;
+  eo.kv_type = kv_type;
   if (quant != "exact") eo.lm_head = o.lm_head;
   eo.vision_quant = vision_quant;
   const bool golden = !o.golden.empty();
@@ -132,9 +136,10 @@ void print_row(const std::string& name, const AgreementStats& s, const ImageAgre
 }
 
 void print_report(const json& type, const QualityReport& r) {
-  std::printf("\n%s (vision %s) vs exact (load %.1f s, scoring %.1f s)\n",
+  std::printf("\n%s (vision %s, KV %s) vs exact (load %.1f s, scoring %.1f s)\n",
               type["quant"].get<std::string>().c_str(),
-              type["vision_quant"].get<std::string>().c_str(), type["load_ms"].get<double>() / 1000,
+              type["vision_quant"].get<std::string>().c_str(),
+              type["kv_type"].get<std::string>().c_str(), type["load_ms"].get<double>() / 1000,
               type["score_ms"].get<double>() / 1000);
   // min margin: the smallest top1 - top2 logit gap of exact. Where it is below max |dlogit| a
   // top-1 flip is expected, and says as much about the (undecided) model as about the weights.
@@ -188,16 +193,37 @@ void quality(const QualityOptions& o) {
   for (const std::string& quant : o.quants) {
     for (const std::string& vision : o.vision_quants) {
       if (quant == "exact" && vision != "bf16") continue;  // exact has one vision type
-      const Timer load;
-      auto engine = Engine::load(engine_options(o, dir, quant, quant == "exact" ? "" : vision));
-      const double load_ms = load.millis();
-      const Timer scoring;
-      const QualityReport r = measure_agreement(*engine, prompts, reference);
-      out["types"].push_back(
-          report_json(quant, engine->info().vision_weights, r, load_ms, scoring.millis()));
-      out["types"].back()["lm_head"] = o.lm_head.empty() ? "default" : o.lm_head;
-      if (!o.json) print_report(out["types"].back(), r);
-      std::fflush(stdout);
+      // The 8-bit KV cache is also compared with the 16-bit one of the same weights.
+      std::optional<ReferenceLogits> f16_kv;
+      for (const std::string& kv : o.kv_types) {
+        if (quant == "exact" && kv != o.kv_types.front()) continue;  // exact keeps fp32
+        const Timer load;
+        auto engine = Engine::load(engine_options(o, dir, quant, quant == "exact" ? "" : vision,
+                                                  quant == "exact" ? "" : kv));
+        const double load_ms = load.millis();
+        const Timer scoring;
+        const QualityReport r = measure_agreement(*engine, prompts, reference);
+        json& type = out["types"].emplace_back(
+            report_json(quant, engine->info().vision_weights, r, load_ms, scoring.millis()));
+        type["lm_head"] = o.lm_head.empty() ? "default" : o.lm_head;
+        type["kv_type"] = engine->info().kv_cache;
+        if (quant != "exact" && kv == "f16" && o.kv_types.size() > 1) {
+          f16_kv = ReferenceLogits::record(*engine, prompts);
+        }
+        if (quant != "exact" && kv == "q8" && f16_kv) {
+          type["vs_f16_kv"] = stats_json(measure_agreement(*engine, prompts, *f16_kv).total);
+        }
+        if (!o.json) print_report(type, r);
+        if (!o.json && type.contains("vs_f16_kv")) {
+          const json& d = type["vs_f16_kv"];
+          std::printf(
+              "  8-bit KV against 16-bit KV (same weights): mean KL %.3g, max KL %.3g, "
+              "top-1 agreement %.4f\n",
+              d["mean_kl"].get<double>(), d["max_kl"].get<double>(),
+              d["top1_agreement"].get<double>());
+        }
+        std::fflush(stdout);
+      }
     }
   }
   if (o.json) std::puts(out.dump().c_str());
@@ -224,6 +250,12 @@ void add_quality_command(CLI::App& app) {
                   "Vision tower types to combine with each --quant, comma separated")
       ->delimiter(',')
       ->check(CLI::IsMember({"bf16", "q8"}))
+      ->capture_default_str();
+  cmd->add_option("--kv-type", o->kv_types,
+                  "KV cache types to combine with each --quant, comma separated (q8 is also "
+                  "compared with f16 when both are given)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"f16", "q8"}))
       ->capture_default_str();
   cmd->add_option("--golden", o->golden,
                   "Golden folder (manifest.json): its cases, continued by the golden greedy "

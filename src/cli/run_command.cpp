@@ -25,6 +25,7 @@ struct RunOptions {
   std::string quant;         // empty: q8 for a folder, as stored for a pre-packed file
   std::string lm_head;       // empty: the default for quant
   std::string vision_quant;  // empty: bf16 for a folder, as stored for a pre-packed file
+  std::string kv_type;       // empty: f16
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;
   bool json = false;
@@ -61,6 +62,7 @@ void run(const RunOptions& o) {
   eo.quant = o.quant;
   eo.lm_head = o.lm_head;
   eo.vision_quant = o.vision_quant;
+  eo.kv_type = o.kv_type;
   eo.image_min_tokens = o.image_min_tokens;
   eo.image_max_tokens = o.image_max_tokens;
   auto engine = Engine::load(eo);
@@ -139,6 +141,9 @@ void add_run_command(CLI::App& app) {
                   "Vision tower's big matrices: bf16 or q8 (default: bf16 for a folder, as stored "
                   "for a pre-packed file)")
       ->check(CLI::IsMember({"bf16", "q8"}));
+  cmd->add_option("--kv-type", opts->kv_type,
+                  "KV cache with bf16/q8/q4 weights: f16 (default) or q8 (8-bit, 0.56x the memory)")
+      ->check(CLI::IsMember({"f16", "q8"}));
   cmd->add_option("--image-min-tokens", opts->image_min_tokens,
                   "Fewest tokens per image (1 token = 32x32 px; default 64)");
   cmd->add_option("--image-max-tokens", opts->image_max_tokens,

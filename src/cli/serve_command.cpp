@@ -123,6 +123,11 @@ void add_serve_command(CLI::App& app) {
                    "Vision tower's big matrices: bf16 or q8 (default: bf16 for a folder, as stored "
                    "for a pre-packed file)")
       ->check(CLI::IsMember({"bf16", "q8"}));
+  serve
+      ->add_option(
+          "--kv-type", o.engine.kv_type,
+          "KV cache with bf16/q8/q4 weights: f16 (default) or q8 (8-bit, 0.56x the memory)")
+      ->check(CLI::IsMember({"f16", "q8"}));
   serve->add_option("--host", o.host, "Address to listen on")->capture_default_str();
   serve->add_option("--port", o.port, "Port; 0 picks a free one (printed on stdout)")
       ->capture_default_str()

@@ -35,6 +35,12 @@ constexpr int64_t kDefaultImageMaxTokens = 1024;
 constexpr int64_t kDefaultKvCacheMb = 2048;
 constexpr int64_t kDefaultImageCacheMb = 256;
 
+// The decoder's KV storage as the options ask (empty: its default), for the pool built next.
+KVType configured_kv_type(TextDecoder& decoder, const std::string& kv_type) {
+  if (!kv_type.empty()) decoder.use_kv_type(parse_kv_type(kv_type));
+  return decoder.kv_type();
+}
+
 size_t mib(int64_t value, int64_t fallback) {
   return static_cast<size_t>(value == 0 ? fallback : std::max<int64_t>(value, 0)) << 20;
 }
@@ -72,8 +78,9 @@ class EngineImpl : public Engine {
         image_cache_(
             options.image_cache_mb < 0 ? 0 : mib(options.image_cache_mb, kDefaultImageCacheMb)),
         pool_(model_->config.text.num_layers,
-              model_->config.text.num_kv_heads * model_->config.text.head_dim, decoder_.kv_type(),
-              options.kv_page_tokens, mib(options.kv_cache_mb, kDefaultKvCacheMb)),
+              model_->config.text.num_kv_heads * model_->config.text.head_dim,
+              configured_kv_type(decoder_, options.kv_type), options.kv_page_tokens,
+              mib(options.kv_cache_mb, kDefaultKvCacheMb)),
         scheduler_(decoder_, model_->config, model_->generation.eos_token_ids, pool_, turn_,
                    scheduler_options(options)) {
     const int64_t min_tokens =
@@ -94,7 +101,7 @@ class EngineImpl : public Engine {
       info_.vision_weights =
           ops::quant_type_name(model_->vision_weights.blocks[0].qkv.weight.type());
     }
-    info_.kv_cache = decoder_.kv_type() == KVType::kF16 ? "f16" : "f32";
+    info_.kv_cache = kv_type_name(decoder_.kv_type());
     info_.cost = model_cost(model_->config, model_->text_weights, model_->vision_weights,
                             decoder_.kv_type());
     info_.image_min_tokens = min_tokens;

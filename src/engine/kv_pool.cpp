@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "ops/half_convert.h"
+#include "ops/kv_q8.h"
 
 namespace qvl {
 
@@ -15,7 +16,7 @@ KVPool::KVPool(int64_t num_layers, int64_t kv_width, KVType type, int64_t page_r
                size_t budget_bytes)
     : num_layers_(num_layers), kv_width_(kv_width), type_(type), page_rows_(page_rows) {
   QVL_CHECK(num_layers > 0 && kv_width > 0 && page_rows > 0 && page_rows % 16 == 0);
-  layer_bytes_ = static_cast<size_t>(page_rows * kv_width) * element_bytes();
+  layer_bytes_ = static_cast<size_t>(page_rows) * position_bytes();
   page_bytes_ = layer_bytes_ * 2 * static_cast<size_t>(num_layers);
   const size_t count = budget_bytes / page_bytes_;
   if (count < 2) {
@@ -147,7 +148,7 @@ uint64_t KVPool::chain_hash(uint64_t parent, const uint64_t* keys, int64_t n) {
 }
 
 void KVPool::copy_rows(int32_t from, int32_t to, int64_t rows) {
-  const size_t bytes = static_cast<size_t>(rows * kv_width_) * element_bytes();
+  const size_t bytes = static_cast<size_t>(rows) * position_bytes();
   for (int64_t layer = 0; layer < num_layers_; ++layer) {
     std::memcpy(keys(to, layer), keys(from, layer), bytes);
     std::memcpy(values(to, layer), values(from, layer), bytes);
@@ -255,22 +256,25 @@ void PagedSequence::reserve_more(int64_t extra) {
 
 void PagedSequence::write(int64_t layer, const float* keys, const float* values, int64_t n) {
   const int64_t rows = pool_.page_rows(), width = pool_.kv_width();
-  const size_t elem = pool_.element_bytes();
+  const size_t position = pool_.position_bytes();
   for (int64_t done = 0; done < n;) {
     const int64_t pos = length_ + done;
     const int64_t in_page = pos % rows;
     const int64_t count = std::min(n - done, rows - in_page);
     const int32_t page = pages_[pos / rows];
-    uint8_t* k = pool_.keys(page, layer) + static_cast<size_t>(in_page * width) * elem;
-    uint8_t* v = pool_.values(page, layer) + static_cast<size_t>(in_page * width) * elem;
+    uint8_t* k = pool_.keys(page, layer) + static_cast<size_t>(in_page) * position;
+    uint8_t* v = pool_.values(page, layer) + static_cast<size_t>(in_page) * position;
     const float* ks = keys + done * width;
     const float* vs = values + done * width;
     if (pool_.type() == KVType::kF32) {
       std::memcpy(k, ks, sizeof(float) * count * width);
       std::memcpy(v, vs, sizeof(float) * count * width);
-    } else {
+    } else if (pool_.type() == KVType::kF16) {
       ops::f32_to_f16_row(ks, count * width, reinterpret_cast<uint16_t*>(k));
       ops::f32_to_f16_row(vs, count * width, reinterpret_cast<uint16_t*>(v));
+    } else {
+      ops::quantize_kv_q8(ks, count * width, reinterpret_cast<int8_t*>(k));
+      ops::quantize_kv_q8(vs, count * width, reinterpret_cast<int8_t*>(v));
     }
     done += count;
   }
@@ -290,9 +294,12 @@ void PagedSequence::attend(int64_t layer, const float* q, int64_t nq,
   if (pool_.type() == KVType::kF32) {
     kv.k_pages = reinterpret_cast<const float* const*>(k_ptrs_.data());
     kv.v_pages = reinterpret_cast<const float* const*>(v_ptrs_.data());
-  } else {
+  } else if (pool_.type() == KVType::kF16) {
     kv.k16_pages = reinterpret_cast<const uint16_t* const*>(k_ptrs_.data());
     kv.v16_pages = reinterpret_cast<const uint16_t* const*>(v_ptrs_.data());
+  } else {
+    kv.k8_pages = reinterpret_cast<const int8_t* const*>(k_ptrs_.data());
+    kv.v8_pages = reinterpret_cast<const int8_t* const*>(v_ptrs_.data());
   }
   ops::attention(q, nq, kv, length_ + nq, shape, length_, out);
 }

@@ -50,10 +50,11 @@ class KVPool {
   int64_t pages_for(int64_t positions) const { return (positions + page_rows_ - 1) / page_rows_; }
   KVPoolStats stats() const;
 
-  // Storage of a layer's keys / values in a page: [page_rows, kv_width] of float or uint16_t.
+  // Storage of a layer's keys / values in a page: page_rows positions of position_bytes() each.
   uint8_t* keys(int32_t page, int64_t layer) const;
   uint8_t* values(int32_t page, int64_t layer) const;
-  size_t element_bytes() const { return type_ == KVType::kF32 ? 4 : 2; }
+  // Bytes of one position of one layer's keys (or values).
+  size_t position_bytes() const { return kv_position_bytes(type_, kv_width_); }
 
   // A page for a sequence's exclusive use (reference count 1), evicting the least recently used
   // idle cached page if no free page is left; -1 if every page is in use.

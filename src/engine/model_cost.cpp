@@ -28,8 +28,9 @@ ModelCost model_cost(const ModelConfig& config, const TextWeights& text,
   }
   c.lm_head_bytes = static_cast<int64_t>(text.lm_head.size_bytes());
   c.decode_weight_bytes = bytes + c.lm_head_bytes;
-  const int64_t kv_elem = kv_type == KVType::kF16 ? 2 : 4;
-  c.kv_bytes_per_position = t.num_layers * 2 * t.num_kv_heads * t.head_dim * kv_elem;
+  c.kv_bytes_per_position =
+      t.num_layers * 2 *
+      static_cast<int64_t>(kv_position_bytes(kv_type, t.num_kv_heads * t.head_dim));
   c.text_ops_per_token = 2 * text_macs;
   // Scores (q . k) and the weighted sum of values: head_dim multiply-adds each, per query head.
   c.text_attention_ops_per_pair =

@@ -1,10 +1,13 @@
 // Per-sequence key/value cache of the text decoder. It grows with the sequence instead of
-// reserving the whole context up front, and stores fp32 (exact mode, the parity oracle) or IEEE
+// reserving the whole context up front, and stores fp32 (exact mode, the parity oracle), IEEE
 // half (the default of the fast weight types: half the memory and half the bytes read per decode
-// step at long contexts; attention math stays fp32).
+// step at long contexts) or 8-bit blocks with a scale each (ops/kv_q8.h: 0.56x the bytes of
+// half, for long contexts and many conversations); attention math stays fp32.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "base/aligned_buffer.h"
@@ -12,7 +15,14 @@
 
 namespace qvl {
 
-enum class KVType { kF32, kF16 };
+enum class KVType { kF32, kF16, kQ8 };
+
+// "f32", "f16" or "q8".
+const char* kv_type_name(KVType type);
+// Parses "f16" or "q8" (the types a user may choose; f32 comes with exact weights).
+KVType parse_kv_type(const std::string& name);
+// Bytes one position of one layer's keys (or values) takes: kv_width values in the type.
+size_t kv_position_bytes(KVType type, int64_t kv_width);
 
 // What the text decoder needs from one sequence's key/value storage: a contiguous growing cache
 // (KVCache below) or pages of a shared pool (engine/kv_pool.h).
@@ -52,6 +62,8 @@ class KVCache final : public KVSequence {
   const float* values_f32(int64_t layer) const { return layers_[layer].v32.data(); }
   const uint16_t* keys_f16(int64_t layer) const { return layers_[layer].k16.data(); }
   const uint16_t* values_f16(int64_t layer) const { return layers_[layer].v16.data(); }
+  const int8_t* keys_q8(int64_t layer) const { return layers_[layer].k8.data(); }
+  const int8_t* values_q8(int64_t layer) const { return layers_[layer].v8.data(); }
   void commit(int64_t n) override { length_ += n; }
   // Forgets positions >= new_length (e.g. to reuse a shared prompt prefix).
   void truncate(int64_t new_length);
@@ -61,6 +73,7 @@ class KVCache final : public KVSequence {
   struct Layer {
     AlignedBuffer<float> k32, v32;
     AlignedBuffer<uint16_t> k16, v16;
+    AlignedBuffer<int8_t> k8, v8;
   };
   std::vector<Layer> layers_;
   int64_t kv_width_;

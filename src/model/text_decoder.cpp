@@ -9,6 +9,7 @@
 #include "model/weights_util.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
+#include "ops/kv_q8.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "ops/packed_matrix.h"
@@ -63,9 +64,35 @@ void TextDecoder::embed(const int64_t* ids, int64_t n, float* out) const {
   }
 }
 
+bool TextDecoder::exact_weights() const {
+  // Any packed matrix means fast weights (a matrix too narrow to pack stays exact among them).
+  if (w_.lm_head.type() != ops::QuantType::kExact) return false;
+  for (const TextLayerWeights& l : w_.layers) {
+    for (const ops::PackedMatrix* m :
+         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
+      if (m->type() != ops::QuantType::kExact) return false;
+    }
+  }
+  return true;
+}
+
 KVType TextDecoder::kv_type() const {
-  const bool exact = w_.layers.empty() || w_.layers[0].q_proj.type() == ops::QuantType::kExact;
-  return exact ? KVType::kF32 : KVType::kF16;
+  return exact_weights() ? KVType::kF32 : fast_kv_type_;
+}
+
+void TextDecoder::use_kv_type(KVType type) {
+  if (type == KVType::kF32) fail(ErrorCode::kInvalidArgument, "the KV cache type is f16 or q8");
+  if (exact_weights() && type != KVType::kF32) {
+    fail(ErrorCode::kInvalidArgument,
+         std::string("exact weights keep an fp32 KV cache (the parity oracle); --kv-type ") +
+             kv_type_name(type) + " needs bf16, q8 or q4 weights");
+  }
+  if (type == KVType::kQ8 && config_.head_dim % ops::kKvQ8Block != 0) {
+    fail(ErrorCode::kInvalidArgument,
+         "an 8-bit KV cache needs head_dim in multiples of " + std::to_string(ops::kKvQ8Block) +
+             "; this model's is " + std::to_string(config_.head_dim) + " (use --kv-type f16)");
+  }
+  fast_kv_type_ = type;
 }
 
 void TextDecoder::plan_segments(const std::vector<BatchEntry>& entries) {

@@ -55,9 +55,13 @@ class TextDecoder {
   TextDecoder(const TextConfig& config, const TextWeights& weights);
 
   const TextConfig& config() const { return config_; }
-  // A cache in fp32 for exact weights (the parity oracle), in half for the fast weight types.
+  // A cache in fp32 for exact weights (the parity oracle), in half for the fast weight types
+  // unless use_kv_type chose 8-bit.
   KVCache new_cache() const { return KVCache(config_.num_layers, kv_width(), kv_type()); }
   KVType kv_type() const;
+  // Chooses the KV storage of the fast weight types (f16 or q8). Throws Error(kInvalidArgument)
+  // for exact weights (their cache stays fp32) or a head_dim 8-bit blocks do not divide.
+  void use_kv_type(KVType type);
 
   // Embedding rows of the token ids into out [n, hidden].
   void embed(const int64_t* ids, int64_t n, float* out) const;
@@ -82,6 +86,8 @@ class TextDecoder {
 
  private:
   int64_t kv_width() const { return config_.num_kv_heads * config_.head_dim; }
+  bool exact_weights() const;
+  KVType fast_kv_type_ = KVType::kF16;
   // Row ranges [begin, end) of the batch that share one matmul call.
   struct Segment {
     int64_t begin, end;

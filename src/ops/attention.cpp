@@ -13,6 +13,7 @@
 #include "base/thread_pool.h"
 #include "ops/attention_kernels.h"
 #include "ops/half_convert.h"
+#include "ops/kv_q8.h"
 #include "ops/matmul.h"
 #include "ops/packed_kernels.h"
 #include "ops/packed_matrix.h"
@@ -86,6 +87,11 @@ void row_addresses(const uint16_t* const* pages, int64_t page_rows, int64_t row_
   fill_row_addresses(pages, page_rows, row_stride, offset, j0, n, last, rows);
 }
 
+void row_addresses(const int8_t* const* pages, int64_t page_rows, int64_t row_stride,
+                   int64_t offset, int64_t j0, int64_t n, int64_t last, const int8_t** rows) {
+  fill_row_addresses(pages, page_rows, row_stride, offset, j0, n, last, rows);
+}
+
 int64_t task_scratch_floats(int64_t rows, int64_t head_dim, int64_t heads) {
   // Kernels pad rows to their register block (at most 8) and keep up to 8 rows x 128 scores.
   return heads * (rows + 8) * (head_dim + 2) + 8 * 128;
@@ -101,12 +107,25 @@ constexpr int64_t kDirectMaxRows = 8;
 
 // Row j of kv head kvh of keys (or values: the pages given) as fp32: the stored row, or a
 // conversion into tmp.
-const float* kv_row(const float* const* f32, const uint16_t* const* f16, int64_t page_rows,
-                    int64_t j, int64_t kvh, const AttentionShape& s, float* tmp) {
-  const int64_t at = ((j % page_rows) * s.n_kv_heads + kvh) * s.head_dim;
-  if (f32 != nullptr) return f32[j / page_rows] + at;
-  f16_to_f32_row(f16[j / page_rows] + at, s.head_dim, tmp);
+const float* kv_row(const float* const* f32, const uint16_t* const* f16, const int8_t* const* q8,
+                    int64_t page_rows, int64_t j, int64_t kvh, const AttentionShape& s,
+                    float* tmp) {
+  const int64_t row = (j % page_rows) * s.n_kv_heads + kvh;
+  if (f32 != nullptr) return f32[j / page_rows] + row * s.head_dim;
+  if (f16 != nullptr) {
+    f16_to_f32_row(f16[j / page_rows] + row * s.head_dim, s.head_dim, tmp);
+  } else {
+    dequantize_kv_q8(q8[j / page_rows] + row * kv_q8_bytes(s.head_dim), s.head_dim, tmp);
+  }
   return tmp;
+}
+const float* key_row(const PagedKV& kv, int64_t j, int64_t kvh, const AttentionShape& s,
+                     float* tmp) {
+  return kv_row(kv.k_pages, kv.k16_pages, kv.k8_pages, kv.page_rows, j, kvh, s, tmp);
+}
+const float* value_row(const PagedKV& kv, int64_t j, int64_t kvh, const AttentionShape& s,
+                       float* tmp) {
+  return kv_row(kv.v_pages, kv.v16_pages, kv.v8_pages, kv.page_rows, j, kvh, s, tmp);
 }
 
 // The contiguous storage as a single page of all nk rows (internally a page may hold any number
@@ -122,6 +141,13 @@ PagedKV one_page(const uint16_t* const* k, const uint16_t* const* v, int64_t nk)
   PagedKV kv;
   kv.k16_pages = k;
   kv.v16_pages = v;
+  kv.page_rows = std::max<int64_t>(nk, 1);
+  return kv;
+}
+PagedKV one_page(const int8_t* const* k, const int8_t* const* v, int64_t nk) {
+  PagedKV kv;
+  kv.k8_pages = k;
+  kv.v8_pages = v;
   kv.page_rows = std::max<int64_t>(nk, 1);
   return kv;
 }
@@ -142,8 +168,7 @@ void pack_key_panels(const PagedKV& kv, int64_t nk, const AttentionShape& s, flo
               for (int64_t c = 0; c < d; ++c) panel[c * kKeyTile + jj] = 0.0f;
               continue;
             }
-            const float* row = kv_row(kv.k_pages, kv.k16_pages, kv.page_rows, tile * kKeyTile + jj,
-                                      kvh, s, tmp.data());
+            const float* row = key_row(kv, tile * kKeyTile + jj, kvh, s, tmp.data());
             for (int64_t c = 0; c < d; ++c) panel[c * kKeyTile + jj] = row[c];
           }
         }
@@ -157,8 +182,7 @@ void pack_values(const PagedKV& kv, int64_t nk, const AttentionShape& s, float* 
     std::vector<float> tmp(static_cast<size_t>(d));
     for (int64_t kvh = 0; kvh < s.n_kv_heads; ++kvh) {
       for (size_t j = b; j < e; ++j) {
-        const float* src = kv_row(kv.v_pages, kv.v16_pages, kv.page_rows, static_cast<int64_t>(j),
-                                  kvh, s, tmp.data());
+        const float* src = value_row(kv, static_cast<int64_t>(j), kvh, s, tmp.data());
         std::copy(src, src + d, packed + (kvh * nk + static_cast<int64_t>(j)) * d);
       }
     }
@@ -179,8 +203,8 @@ void reference_on(const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
     for (int64_t kvh = 0; kvh < s.n_kv_heads; ++kvh) {
       float* k_dst = k.data() + (j * s.n_kv_heads + kvh) * d;
       float* v_dst = v.data() + (j * s.n_kv_heads + kvh) * d;
-      const float* k_row = kv_row(kv.k_pages, kv.k16_pages, kv.page_rows, j, kvh, s, k_dst);
-      const float* v_row = kv_row(kv.v_pages, kv.v16_pages, kv.page_rows, j, kvh, s, v_dst);
+      const float* k_row = key_row(kv, j, kvh, s, k_dst);
+      const float* v_row = value_row(kv, j, kvh, s, v_dst);
       if (k_row != k_dst) std::copy(k_row, k_row + d, k_dst);
       if (v_row != v_dst) std::copy(v_row, v_row + d, v_dst);
     }
@@ -190,8 +214,9 @@ void reference_on(const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
 
 void attention_on(IsaLevel isa, const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
                   const AttentionShape& s, int64_t causal_offset, float* out) {
-  const bool fast_shape = s.head_dim > 0 && s.head_dim % 16 == 0 && s.n_kv_heads > 0 &&
-                          s.n_heads % s.n_kv_heads == 0 && nk > 0;
+  const bool q8 = kv.k8_pages != nullptr;
+  const bool fast_shape = s.head_dim > 0 && s.head_dim % (q8 ? kKvQ8Block : 16) == 0 &&
+                          s.n_kv_heads > 0 && s.n_heads % s.n_kv_heads == 0 && nk > 0;
   if (isa == IsaLevel::kScalar || !fast_shape) {
     reference_on(q, nq, kv, nk, s, causal_offset, out);
     return;
@@ -200,10 +225,10 @@ void attention_on(IsaLevel isa, const float* q, int64_t nq, const PagedKV& kv, i
   const int64_t group = s.n_heads / s.n_kv_heads;
   // Transposing K pays off once enough rows (query x head-in-group) share each key.
   const bool use_panels = nq * group > kDirectMaxRows;
-  // Only the AVX2 task reads half keys/values directly.
-  const bool half_direct = kv.k_pages == nullptr && !use_panels;
-  const auto task = isa == IsaLevel::kAvx512 && !half_direct ? attention_kernels::task_avx512
-                                                             : attention_kernels::task_avx2;
+  // Only the AVX2 task reads half and 8-bit keys/values directly.
+  const bool narrow_direct = kv.k_pages == nullptr && !use_panels;
+  const auto task = isa == IsaLevel::kAvx512 && !narrow_direct ? attention_kernels::task_avx512
+                                                               : attention_kernels::task_avx2;
   const int64_t tiles = (nk + kKeyTile - 1) / kKeyTile;
   AlignedBuffer<float> panels, values;
   if (use_panels) {
@@ -293,34 +318,57 @@ bool agrees_with_reference(IsaLevel isa) {
     }
     attention_kernels::attention_reference(q.data(), c.nq, k.data(), v.data(), c.nk, shape,
                                            c.causal_offset, want.data());
+    // 8-bit storage holds other numbers: its reference runs on the dequantized values.
+    const int64_t row_values = 2 * 64;
+    std::vector<int8_t> k8(static_cast<size_t>(c.nk * kv_q8_bytes(row_values))), v8(k8.size());
+    std::vector<float> k8f(k.size()), v8f(v.size()), want8(q.size());
+    for (int64_t j = 0; j < c.nk; ++j) {
+      quantize_kv_q8(k.data() + j * row_values, row_values,
+                     k8.data() + j * kv_q8_bytes(row_values));
+      quantize_kv_q8(v.data() + j * row_values, row_values,
+                     v8.data() + j * kv_q8_bytes(row_values));
+    }
+    dequantize_kv_q8(k8.data(), c.nk * row_values, k8f.data());
+    dequantize_kv_q8(v8.data(), c.nk * row_values, v8f.data());
+    attention_kernels::attention_reference(q.data(), c.nq, k8f.data(), v8f.data(), c.nk, shape,
+                                           c.causal_offset, want8.data());
     const float* kp = k.data();
     const float* vp = v.data();
     const uint16_t* k16p = k16.data();
     const uint16_t* v16p = v16.data();
+    const int8_t* k8p = k8.data();
+    const int8_t* v8p = v8.data();
     std::vector<float> k_pool, v_pool, got_paged(q.size());
     std::vector<uint16_t> k16_pool, v16_pool;
-    const auto k_pages = reversed_pages(k, c.nk, 2 * 64, k_pool);
-    const auto v_pages = reversed_pages(v, c.nk, 2 * 64, v_pool);
-    const auto k16_pages = reversed_pages(k16, c.nk, 2 * 64, k16_pool);
-    const auto v16_pages = reversed_pages(v16, c.nk, 2 * 64, v16_pool);
-    PagedKV paged_f32, paged_f16;
-    paged_f32.k_pages = k_pages.data();
-    paged_f32.v_pages = v_pages.data();
-    paged_f16.k16_pages = k16_pages.data();
-    paged_f16.v16_pages = v16_pages.data();
-    paged_f32.page_rows = paged_f16.page_rows = kCheckPageRows;
-    for (const bool half : {false, true}) {
-      attention_on(isa, q.data(), c.nq,
-                   half ? one_page(&k16p, &v16p, c.nk) : one_page(&kp, &vp, c.nk), c.nk, shape,
-                   c.causal_offset, got.data());
-      attention_on(isa, q.data(), c.nq, half ? paged_f16 : paged_f32, c.nk, shape, c.causal_offset,
+    std::vector<int8_t> k8_pool, v8_pool;
+    const auto k_pages = reversed_pages(k, c.nk, row_values, k_pool);
+    const auto v_pages = reversed_pages(v, c.nk, row_values, v_pool);
+    const auto k16_pages = reversed_pages(k16, c.nk, row_values, k16_pool);
+    const auto v16_pages = reversed_pages(v16, c.nk, row_values, v16_pool);
+    const auto k8_pages = reversed_pages(k8, c.nk, kv_q8_bytes(row_values), k8_pool);
+    const auto v8_pages = reversed_pages(v8, c.nk, kv_q8_bytes(row_values), v8_pool);
+    PagedKV paged[3];
+    paged[0].k_pages = k_pages.data();
+    paged[0].v_pages = v_pages.data();
+    paged[1].k16_pages = k16_pages.data();
+    paged[1].v16_pages = v16_pages.data();
+    paged[2].k8_pages = k8_pages.data();
+    paged[2].v8_pages = v8_pages.data();
+    const PagedKV whole[3] = {one_page(&kp, &vp, c.nk), one_page(&k16p, &v16p, c.nk),
+                              one_page(&k8p, &v8p, c.nk)};
+    const char* names[3] = {"fp32", "half", "8-bit"};
+    for (int storage = 0; storage < 3; ++storage) {
+      paged[storage].page_rows = kCheckPageRows;
+      const std::vector<float>& expected = storage == 2 ? want8 : want;
+      attention_on(isa, q.data(), c.nq, whole[storage], c.nk, shape, c.causal_offset, got.data());
+      attention_on(isa, q.data(), c.nq, paged[storage], c.nk, shape, c.causal_offset,
                    got_paged.data());
       for (size_t i = 0; i < got.size(); ++i) {
-        if (!(std::fabs(got[i] - want[i]) <= 1e-4f) ||
+        if (!(std::fabs(got[i] - expected[i]) <= 1e-4f) ||
             std::memcmp(&got[i], &got_paged[i], sizeof(float)) != 0) {
           QVL_LOG(kError) << isa_level_name(isa)
                           << " attention kernel disagrees with the reference (" << got[i] << " vs "
-                          << want[i] << ", paged " << got_paged[i] << (half ? ", half" : ", fp32")
+                          << expected[i] << ", paged " << got_paged[i] << ", " << names[storage]
                           << " K/V); using a lower level";
           return false;
         }
@@ -371,14 +419,25 @@ void attention(const float* q, int64_t nq, const uint16_t* k, const uint16_t* v,
   attention_on(attention_isa(), q, nq, one_page(&k, &v, nk), nk, s, causal_offset, out);
 }
 
+void attention(const float* q, int64_t nq, const int8_t* k, const int8_t* v, int64_t nk,
+               const AttentionShape& s, int64_t causal_offset, float* out) {
+  const profile::StageScope stage(profile::Work::kAttention);
+  QVL_CHECK(s.head_dim % kKvQ8Block == 0);
+  attention_on(attention_isa(), q, nq, one_page(&k, &v, nk), nk, s, causal_offset, out);
+}
+
 void attention(const float* q, int64_t nq, const PagedKV& kv, int64_t nk, const AttentionShape& s,
                int64_t causal_offset, float* out) {
   const profile::StageScope stage(profile::Work::kAttention);
   QVL_CHECK(kv.page_rows > 0 && kv.page_rows % attention_kernels::kKeyTile == 0);
-  QVL_CHECK((kv.k_pages != nullptr && kv.v_pages != nullptr && kv.k16_pages == nullptr &&
-             kv.v16_pages == nullptr) ||
-            (kv.k_pages == nullptr && kv.v_pages == nullptr && kv.k16_pages != nullptr &&
-             kv.v16_pages != nullptr));
+  const int storages = (kv.k_pages != nullptr && kv.v_pages != nullptr) +
+                       (kv.k16_pages != nullptr && kv.v16_pages != nullptr) +
+                       (kv.k8_pages != nullptr && kv.v8_pages != nullptr);
+  const int pointers = (kv.k_pages != nullptr) + (kv.v_pages != nullptr) +
+                       (kv.k16_pages != nullptr) + (kv.v16_pages != nullptr) +
+                       (kv.k8_pages != nullptr) + (kv.v8_pages != nullptr);
+  QVL_CHECK(storages == 1 && pointers == 2);
+  QVL_CHECK(kv.k8_pages == nullptr || s.head_dim % kKvQ8Block == 0);
   attention_on(attention_isa(), q, nq, kv, nk, s, causal_offset, out);
 }
 

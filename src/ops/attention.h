@@ -19,16 +19,24 @@ void attention(const float* q, int64_t nq, const float* k, const float* v, int64
 // The same with k and v stored as IEEE half (the 16-bit KV cache); math stays fp32.
 void attention(const float* q, int64_t nq, const uint16_t* k, const uint16_t* v, int64_t nk,
                const AttentionShape& shape, int64_t causal_offset, float* out);
+// The same with k and v in the 8-bit format of ops/kv_q8.h: position j, kv head h is the row of
+// kv_q8_bytes(head_dim) bytes at (j * n_kv_heads + h) * kv_q8_bytes(head_dim). head_dim must be a
+// multiple of 32.
+void attention(const float* q, int64_t nq, const int8_t* k, const int8_t* v, int64_t nk,
+               const AttentionShape& shape, int64_t causal_offset, float* out);
 
 // Keys and values split into pages of page_rows positions: position j of kv head h is at
-//   k_pages[j / page_rows] + ((j % page_rows) * n_kv_heads + h) * head_dim   (same for v).
-// Exactly one storage is set: fp32 (k_pages/v_pages) or IEEE half (k16_pages/v16_pages).
-// page_rows must be a multiple of 16.
+//   k_pages[j / page_rows] + ((j % page_rows) * n_kv_heads + h) * head_dim   (same for v),
+// counted in elements (fp32, half) or, for 8-bit, in rows of kv_q8_bytes(head_dim) bytes.
+// Exactly one storage is set: fp32 (k_pages/v_pages), IEEE half (k16_pages/v16_pages) or 8-bit
+// (k8_pages/v8_pages). page_rows must be a multiple of 16.
 struct PagedKV {
   const float* const* k_pages = nullptr;
   const float* const* v_pages = nullptr;
   const uint16_t* const* k16_pages = nullptr;
   const uint16_t* const* v16_pages = nullptr;
+  const int8_t* const* k8_pages = nullptr;
+  const int8_t* const* v8_pages = nullptr;
   int64_t page_rows = 0;
 };
 // The same as attention() above with keys/values read through the pages (nk positions).

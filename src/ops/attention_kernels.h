@@ -27,8 +27,8 @@ bool kernels_verified(IsaLevel isa);
 
 struct Problem {
   const float* q = nullptr;  // [nq, n_heads, head_dim]
-  // Keys and values as stored (fp32 or half), read row by row through their pages. Only the
-  // AVX2 task reads half rows, and only without k_panels / v_packed.
+  // Keys and values as stored (fp32, half or 8-bit), read row by row through their pages. Only
+  // the AVX2 task reads half and 8-bit rows, and only without k_panels / v_packed.
   PagedKV kv;
   // [n_kv_heads, ceil(nk / kKeyTile), head_dim, kKeyTile], or null: scores from the key rows
   // directly (a dot product per key, no transpose: cheaper when few rows share each key, as in
@@ -53,6 +53,8 @@ void row_addresses(const float* const* pages, int64_t page_rows, int64_t row_str
                    int64_t j0, int64_t n, int64_t last, const float** rows);
 void row_addresses(const uint16_t* const* pages, int64_t page_rows, int64_t row_stride,
                    int64_t offset, int64_t j0, int64_t n, int64_t last, const uint16_t** rows);
+void row_addresses(const int8_t* const* pages, int64_t page_rows, int64_t row_stride,
+                   int64_t offset, int64_t j0, int64_t n, int64_t last, const int8_t** rows);
 
 // Floats of scratch a task with `rows` rows per kv head and `heads` kv heads needs.
 int64_t task_scratch_floats(int64_t rows, int64_t head_dim, int64_t heads);

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "base/log.h"
+#include "base/thread_pool.h"
 #include "server/access.h"
 #include "server/api_error.h"
 #include "server/web_assets.h"
@@ -313,6 +314,11 @@ void Server::handle_props(httplib::Response& res) {
       {"image_cache_bytes", stats.image_cache_budget_bytes},
       {"max_batch", options_.engine.max_batch},
       {"prefill_chunk", options_.engine.prefill_chunk}};
+  // For the web page's server monitor: what the model runs on.
+  props["runtime"] = {
+      {"weights", info.weights},
+      {"vision_weights", info.vision_weights},
+      {"threads", options_.engine.threads > 0 ? options_.engine.threads : physical_core_count()}};
   send_json(res, 200, props);
 }
 

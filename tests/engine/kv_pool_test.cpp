@@ -11,11 +11,11 @@
 namespace qvl {
 namespace {
 
-constexpr int64_t kLayers = 2, kKvHeads = 2, kHeadDim = 16, kWidth = kKvHeads * kHeadDim;
+constexpr int64_t kLayers = 2, kKvHeads = 2, kHeadDim = 32, kWidth = kKvHeads * kHeadDim;
 constexpr int64_t kPage = 32;
 
 size_t page_bytes(KVType type) {
-  return static_cast<size_t>(kLayers * 2 * kPage * kWidth) * (type == KVType::kF32 ? 4 : 2);
+  return static_cast<size_t>(kLayers * 2 * kPage) * kv_position_bytes(type, kWidth);
 }
 
 std::vector<uint64_t> iota_keys(int64_t n, uint64_t first = 0) {
@@ -181,7 +181,8 @@ TEST(KVPool, SequenceFailsCleanlyWhenThePoolIsFull) {
 
 // Paged attention equals the contiguous cache's, bit for bit, across page boundaries.
 TEST(PagedSequence, AttentionEqualsTheContiguousCache) {
-  for (KVType type : {KVType::kF16, KVType::kF32}) {
+  for (KVType type : {KVType::kF16, KVType::kF32, KVType::kQ8}) {
+    SCOPED_TRACE(kv_type_name(type));
     KVPool pool(kLayers, kWidth, type, kPage, 32 * page_bytes(type));
     // Scatter the sequence's pages over the pool.
     std::vector<int32_t> spacers;
@@ -216,6 +217,26 @@ TEST(PagedSequence, AttentionEqualsTheContiguousCache) {
     }
     for (int i : {0, 2, 4}) pool.release(spacers[i]);
   }
+}
+
+TEST(KVPool, EightBitPagesHoldMorePositionsInTheSameBudget) {
+  const size_t budget = 64 * page_bytes(KVType::kF16);
+  KVPool half(kLayers, kWidth, KVType::kF16, kPage, budget);
+  KVPool eight(kLayers, kWidth, KVType::kQ8, kPage, budget);
+  // 36 bytes per 32 values against 64: 1.78x the pages.
+  EXPECT_EQ(half.total_pages(), 64);
+  EXPECT_EQ(eight.total_pages(), static_cast<int64_t>(budget / page_bytes(KVType::kQ8)));
+  EXPECT_GE(eight.total_pages() * 100, half.total_pages() * 176);
+  EXPECT_EQ(eight.stats().page_bytes, page_bytes(KVType::kQ8));
+}
+
+TEST(KVType, NamesParseAndUnknownOnesAreRefused) {
+  EXPECT_EQ(parse_kv_type("f16"), KVType::kF16);
+  EXPECT_EQ(parse_kv_type("q8"), KVType::kQ8);
+  EXPECT_STREQ(kv_type_name(KVType::kQ8), "q8");
+  EXPECT_THROW(parse_kv_type("q4"), Error);
+  EXPECT_THROW(parse_kv_type("f32"), Error);  // comes with exact weights, not chosen
+  EXPECT_EQ(kv_position_bytes(KVType::kQ8, 1024), 1152u);
 }
 
 }  // namespace

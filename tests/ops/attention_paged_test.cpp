@@ -17,6 +17,7 @@
 #include "isa_test_util.h"
 #include "ops/attention.h"
 #include "ops/attention_kernels.h"
+#include "ops/kv_q8.h"
 #include "ops/packed_kernels.h"
 #include "ops/packed_matrix.h"
 
@@ -59,9 +60,15 @@ struct Case {
   int64_t nq, nk, head_dim, n_heads, n_kv_heads, causal_offset;
 };
 
+enum class Storage { kF32, kF16, kQ8 };
+const char* storage_name(Storage storage) {
+  return storage == Storage::kF32 ? " fp32" : storage == Storage::kF16 ? " half" : " 8-bit";
+}
+
 // Runs the contiguous and the paged call at `isa` and returns how many outputs differ in any
 // bit (NaN counts as a difference). Also checks the contiguous output against the reference.
-int64_t paged_mismatches(const Case& c, int64_t page_rows, bool half, IsaLevel isa, uint32_t seed) {
+int64_t paged_mismatches(const Case& c, int64_t page_rows, Storage storage, IsaLevel isa,
+                         uint32_t seed) {
   const AttentionShape s{c.n_heads, c.n_kv_heads, c.head_dim,
                          1.0f / std::sqrt(static_cast<float>(c.head_dim))};
   const int64_t row_elems = c.n_kv_heads * c.head_dim;
@@ -75,17 +82,35 @@ int64_t paged_mismatches(const Case& c, int64_t page_rows, bool half, IsaLevel i
     k[i] = f16_to_f32(k16[i]);
     v[i] = f16_to_f32(v16[i]);
   }
+  // 8-bit rows hold other numbers: the reference then runs on their dequantized values.
+  const int64_t row_bytes = kv_q8_bytes(row_elems);
+  std::vector<int8_t> k8(static_cast<size_t>(c.nk * row_bytes)), v8(k8.size());
+  if (storage == Storage::kQ8) {
+    for (int64_t j = 0; j < c.nk; ++j) {
+      quantize_kv_q8(k.data() + j * row_elems, row_elems, k8.data() + j * row_bytes);
+      quantize_kv_q8(v.data() + j * row_elems, row_elems, v8.data() + j * row_bytes);
+    }
+    dequantize_kv_q8(k8.data(), c.nk * row_elems, k.data());
+    dequantize_kv_q8(v8.data(), c.nk * row_elems, v.data());
+  }
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const uint16_t nan16 = 0x7e00;
   const auto k_pool = scatter_into_pages(k, c.nk, row_elems, page_rows, nan, seed + 3);
   const auto v_pool = scatter_into_pages(v, c.nk, row_elems, page_rows, nan, seed + 4);
   const auto k16_pool = scatter_into_pages(k16, c.nk, row_elems, page_rows, nan16, seed + 5);
   const auto v16_pool = scatter_into_pages(v16, c.nk, row_elems, page_rows, nan16, seed + 6);
+  // All-ones bytes: code -1 and a NaN scale, so a stray 8-bit read shows too.
+  const int8_t poison8 = -1;
+  const auto k8_pool = scatter_into_pages(k8, c.nk, row_bytes, page_rows, poison8, seed + 7);
+  const auto v8_pool = scatter_into_pages(v8, c.nk, row_bytes, page_rows, poison8, seed + 8);
   PagedKV kv;
   kv.page_rows = page_rows;
-  if (half) {
+  if (storage == Storage::kF16) {
     kv.k16_pages = k16_pool.pages.data();
     kv.v16_pages = v16_pool.pages.data();
+  } else if (storage == Storage::kQ8) {
+    kv.k8_pages = k8_pool.pages.data();
+    kv.v8_pages = v8_pool.pages.data();
   } else {
     kv.k_pages = k_pool.pages.data();
     kv.v_pages = v_pool.pages.data();
@@ -95,9 +120,11 @@ int64_t paged_mismatches(const Case& c, int64_t page_rows, bool half, IsaLevel i
                                          c.causal_offset, want.data());
   {
     IsaScope scope(isa);
-    if (half) {
+    if (storage == Storage::kF16) {
       attention(q.data(), c.nq, k16.data(), v16.data(), c.nk, s, c.causal_offset,
                 contiguous.data());
+    } else if (storage == Storage::kQ8) {
+      attention(q.data(), c.nq, k8.data(), v8.data(), c.nk, s, c.causal_offset, contiguous.data());
     } else {
       attention(q.data(), c.nq, k.data(), v.data(), c.nk, s, c.causal_offset, contiguous.data());
     }
@@ -128,7 +155,7 @@ class PagedAttention : public ::testing::TestWithParam<IsaLevel> {
 TEST_P(PagedAttention, BitIdenticalToContiguousForEveryPageSize) {
   const IsaLevel isa = GetParam();
   uint32_t seed = 1;
-  for (const bool half : {false, true}) {
+  for (const Storage storage : {Storage::kF32, Storage::kF16, Storage::kQ8}) {
     for (const int64_t page_rows : {16, 32, 48, 64, 128}) {
       // nk below one page, not a multiple of the page, and across several key blocks.
       for (const int64_t nk : {5, 16, 47, 130, 300}) {
@@ -136,8 +163,8 @@ TEST_P(PagedAttention, BitIdenticalToContiguousForEveryPageSize) {
         for (const int64_t nq : {int64_t{1}, std::min<int64_t>(nk, 3), nk}) {
           for (const bool causal : {false, true}) {
             const Case c{nq, nk, 64, 4, 2, causal ? nk - nq : -1};
-            EXPECT_EQ(paged_mismatches(c, page_rows, half, isa, seed++), 0)
-                << isa_level_name(isa) << (half ? " half" : " fp32") << " page_rows=" << page_rows
+            EXPECT_EQ(paged_mismatches(c, page_rows, storage, isa, seed++), 0)
+                << isa_level_name(isa) << storage_name(storage) << " page_rows=" << page_rows
                 << " nq=" << nq << " nk=" << nk << " causal=" << causal;
           }
         }
@@ -149,12 +176,12 @@ TEST_P(PagedAttention, BitIdenticalToContiguousForEveryPageSize) {
 TEST_P(PagedAttention, ModelDecodeAndPrefillShapes) {
   // Qwen3-VL 2B text attention: 16 query heads on 8 kv heads of 128.
   const IsaLevel isa = GetParam();
-  for (const bool half : {false, true}) {
+  for (const Storage storage : {Storage::kF32, Storage::kF16, Storage::kQ8}) {
     for (const int64_t page_rows : {16, 32, 64}) {
       for (const Case& c : {Case{1, 1000, 128, 16, 8, 999}, Case{1, 333, 128, 16, 8, -1},
                             Case{70, 70, 128, 16, 8, 0}, Case{9, 200, 128, 16, 8, 191}}) {
-        EXPECT_EQ(paged_mismatches(c, page_rows, half, isa, 77), 0)
-            << isa_level_name(isa) << (half ? " half" : " fp32") << " page_rows=" << page_rows
+        EXPECT_EQ(paged_mismatches(c, page_rows, storage, isa, 77), 0)
+            << isa_level_name(isa) << storage_name(storage) << " page_rows=" << page_rows
             << " nq=" << c.nq << " nk=" << c.nk;
       }
     }

@@ -1,5 +1,6 @@
-// The page against a real `qvl serve` (tiny model, one generation slot, no queue): images by
-// picker and by drag and drop, a streamed answer, stop, reload, the OCR preset, a real 429.
+// The page against a real `qvl serve` (tiny model, one generation slot, a queue of one): images
+// by picker and by drag and drop, a streamed answer, stop, reload, the OCR preset, a request
+// waiting in the queue, a real 429.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -17,7 +18,7 @@ let log;
 const chatBodies = [];
 
 before(async () => {
-  server = await startServer(['--parallel', '1', '--queue', '0', '--ctx-size', '100000']);
+  server = await startServer(['--parallel', '1', '--queue', '1', '--ctx-size', '100000']);
   browser = await launchBrowser();
   ({ page, log } = await openPage(browser, server.url));
   page.on('request', (request) => {
@@ -58,6 +59,15 @@ async function expectCount(locator, n) {
   await page.waitForFunction(([selector, count]) => document.querySelectorAll(selector).length === count, [locator, n]);
 }
 const lastAnswer = () => page.locator('.message.assistant').last();
+// The server releases a request's slot only after the last byte has reached the client, so a
+// finished answer on the page does not mean the slot is free yet: wait for the gauge.
+async function waitForIdle() {
+  const end = Date.now() + 60000;
+  while ((await metricValue(server, 'qvl_active_requests')) !== 0 || (await metricValue(server, 'qvl_queue_depth')) !== 0) {
+    assert.ok(Date.now() < end, 'the server still generates a minute later');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 test('images by picker and drag and drop, sent once each, answer streams in and can be stopped', async () => {
   await page.locator('#file-input').setInputFiles(SCENE);
@@ -85,6 +95,8 @@ test('images by picker and drag and drop, sent once each, answer streams in and 
   await page.getByRole('button', { name: 'Stop generating' }).click();
   await page.locator('.message.assistant.stopped').waitFor();
   await page.getByRole('button', { name: 'Send' }).waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'prompt', 'focus goes back to the question box');
+  assert.match(await answer.locator('.stats').textContent(), /Answer\s*≈ \d+ tok.*Total/s, 'a stopped answer has stats too');
   assert.match(await answer.textContent(), /Stopped\./);
   assert.ok(Number(await answer.getAttribute('data-chars')) > 0, 'the partial answer is kept');
 
@@ -99,10 +111,7 @@ test('images by picker and drag and drop, sent once each, answer streams in and 
   assert.match(parts[1].image_url.url, /^data:image\/png;base64,/);
   assert.equal(parts[2].text, 'What is in these pictures?');
   // The server frees the slot once the browser stops reading.
-  for (let i = 0; i < 200 && (await metricValue(server, 'qvl_active_requests')) !== 0; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.equal(await metricValue(server, 'qvl_active_requests'), 0);
+  await waitForIdle();
 });
 
 test('a follow-up sends the history with each image once and shows the answer stats', async () => {
@@ -168,31 +177,67 @@ test('Read text sends the strict OCR prompt, greedy', async () => {
   await preset('Ask').click();
 });
 
-test('a 429 from a busy server shows a banner whose Retry works', async () => {
-  // Another client takes the only slot (there is no queue).
+// Another client's long answer; resolves once it holds the slot (the server has answered).
+async function hogSlot() {
   const hog = new AbortController();
   const res = await fetch(`${server.url}/v1/chat/completions`, {
     method: 'POST', signal: hog.signal, headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'x', stream: true, max_tokens: 90000, messages: [{ role: 'user', content: 'hi' }] }),
   });
-  const reader = res.body.getReader();
-  await reader.read();
+  assert.equal(res.status, 200, 'the other client holds the slot');
+  await res.body.getReader().read();
+  return hog;
+}
+
+const answeredLast = (text) => page.waitForFunction((question) => {
+  const items = [...document.querySelectorAll('#message-list > li')];
+  return items.length > 1 && items.at(-1).matches('.message.assistant.done') && items.at(-2).textContent.includes(question);
+}, text);
+
+test('a question waiting in the server queue says so, then is answered', async () => {
+  await waitForIdle();
+  const hog = await hogSlot();
+  await page.getByRole('textbox', { name: 'Question' }).fill('Queued?');
+  await page.getByRole('textbox', { name: 'Question' }).press('Enter');
+  await page.locator('.message.assistant .waiting', { hasText: /Waiting for a free slot/ }).waitFor();
+  assert.equal(await metricValue(server, 'qvl_queue_depth'), 1);
+  await page.screenshot({ path: screenshotPath('desktop-light-queued-real') });
+  hog.abort();
+  await answeredLast('Queued?');
+});
+
+test('a 429 from a busy server counts down, retries once by itself, then offers Retry', async () => {
+  // Other clients take the only slot and the only queue place, once the last answer has let go.
+  await waitForIdle();
+  const hog = await hogSlot();
+  const waiter = new AbortController();
+  fetch(`${server.url}/v1/chat/completions`, {
+    method: 'POST', signal: waiter.signal, headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'x', stream: true, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] }),
+  }).catch(() => { /* aborted */ });
+  for (const end = Date.now() + 30000; (await metricValue(server, 'qvl_queue_depth')) !== 1;) {
+    assert.ok(Date.now() < end, 'the second client never queued');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const sent = chatBodies.length;
   await page.getByRole('textbox', { name: 'Question' }).fill('Are you busy?');
   await page.getByRole('textbox', { name: 'Question' }).press('Enter');
   const banner = page.getByRole('alert');
-  await banner.waitFor();
-  assert.match(await banner.textContent(), /busy/);
-  assert.match(await banner.textContent(), /1 s/);
+  await banner.filter({ hasText: /busy.*Retrying in 1 s/ }).waitFor();
+  // The retry meets the same busy server: now the banner waits for the user.
+  await banner.filter({ hasText: /busy.*Try again in 1 s/ }).waitFor();
+  assert.equal(chatBodies.length, sent + 2, 'one automatic retry');
   assert.equal(await page.locator('.message.user', { hasText: 'Are you busy?' }).count(), 1, 'the question is kept');
   await page.screenshot({ path: screenshotPath('desktop-light-429') });
 
+  waiter.abort();
   hog.abort();
-  for (let i = 0; i < 200 && (await metricValue(server, 'qvl_active_requests')) !== 0; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitForIdle();
   await banner.getByRole('button', { name: 'Retry' }).click();
-  await page.locator('.message.assistant.done').last().waitFor();
+  // The answer to this question (not an earlier one) completes.
+  await answeredLast('Are you busy?');
   assert.equal(await banner.isVisible(), false);
+  assert.equal(chatBodies.length, sent + 3);
   assert.equal(chatBodies.at(-1).messages.at(-1).content, 'Are you busy?');
 });
 

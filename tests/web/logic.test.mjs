@@ -50,3 +50,63 @@ test('presets: OCR sends the verbatim prompt greedily, Find objects asks for 0..
   const ground = buildRequest({ messages: [user('red cars', ['a'], 'ground')] }, 0, {}, props);
   assert.match(ground.messages[0].content[1].text, /red cars.*"bbox_2d".*0 to 1000/s);
 });
+
+test('image token estimate: smart resize and the shared request budget, as the server computes', async () => {
+  const { estimateImageTokens, smartResize } = await import('../../web/src/tokens.js');
+  const image = { pixels_per_token: 1024, min_tokens: 64, max_tokens: 1024, low_detail_max_tokens: 256, high_detail_max_tokens: 1280, max_total_tokens: 4096 };
+  assert.deepEqual(smartResize(480, 640, 32, 64 * 1024, 1024 * 1024), [480, 640]);
+  assert.equal(smartResize(1, 3000, 32, 0, 1 << 20), null, 'aspect ratio above 200 is refused');
+  assert.deepEqual(estimateImageTokens([{ width: 640, height: 480 }], image), [300]);
+  assert.deepEqual(estimateImageTokens([{ width: 640, height: 480, detail: 'low' }], image), [234]);
+  assert.deepEqual(estimateImageTokens([{ width: 10, height: 10 }], image), [64], 'small images grow to the minimum');
+  // Five 2000x2000 images share 4096 tokens: 819 each at most.
+  const five = estimateImageTokens(Array(5).fill({ width: 2000, height: 2000, detail: 'high' }), image);
+  assert.ok(five.every((n) => n <= 819 && n > 700), String(five));
+});
+
+test('box label colours have 4.5:1 contrast with their white text', async () => {
+  const { PALETTE } = await import('../../web/src/grounding.js');
+  const lum = (hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16) / 255)
+    .map((c) => (c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4))
+    .reduce((sum, c, i) => sum + c * [0.2126, 0.7152, 0.0722][i], 0);
+  for (const colour of PALETTE) assert.ok(1.05 / (lum(colour) + 0.05) >= 4.5, colour);
+});
+
+test('a refused (4xx) turn is never sent again; failed turns do not count as history', () => {
+  const conversation = { messages: [user('bad', ['a']), user('good', ['b'])] };
+  conversation.messages[0].failed = { status: 400, message: 'no' };
+  const body = buildRequest(conversation, 1, {}, props);
+  assert.equal(body.messages.length, 1);
+  assert.deepEqual(body.messages[0].content.map((p) => p.type), ['image_url', 'text']);
+  assert.match(body.messages[0].content[0].image_url.url, /b$/);
+});
+
+test('while nothing is written: queued, then reading the image with the elapsed time', async () => {
+  const { waitingText } = await import('../../web/src/view.js');
+  assert.equal(waitingText({ phase: 'queued', phaseStarted: Date.now() }), 'Waiting for a free slot…');
+  assert.equal(waitingText({ phase: 'reading', hasImages: true, phaseStarted: Date.now() - 4200 }), 'Reading image… 4 s');
+  assert.equal(waitingText({ phase: 'reading', hasImages: false, phaseStarted: Date.now() - 1500 }), 'Reading the question… 1 s');
+});
+
+test('formats: what the server reads passes; AVIF, HEIC, animated WebP and RLE BMP are re-encoded', async () => {
+  const { serverFormat } = await import('../../web/src/images.js');
+  const bytes = (...parts) => {
+    const out = new Uint8Array(64);
+    let at = 0;
+    for (const p of parts) for (const b of typeof p === 'string' ? [...p].map((c) => c.charCodeAt(0)) : p) out[at++] = b;
+    return out;
+  };
+  assert.equal(serverFormat(bytes([0xff, 0xd8, 0xff, 0xe0])), 'JPEG');
+  assert.equal(serverFormat(bytes([0x89], 'PNG\r\n\x1a\n')), 'PNG');
+  assert.equal(serverFormat(bytes('GIF89a')), 'GIF');
+  assert.equal(serverFormat(bytes('RIFF', [0, 0, 0, 0], 'WEBPVP8 ')), 'WebP');
+  const animated = bytes('RIFF', [0, 0, 0, 0], 'WEBPVP8X', [0, 0, 0, 0, 0x02]);
+  assert.equal(serverFormat(animated), null);
+  const bmp = bytes('BM');
+  assert.equal(serverFormat(bmp), 'BMP');
+  bmp[30] = 1;
+  assert.equal(serverFormat(bmp), null, 'RLE8 BMP');
+  assert.equal(serverFormat(bytes([0, 0, 0, 0x1c], 'ftypavif')), null);
+  assert.equal(serverFormat(bytes([0, 0, 0, 0x18], 'ftypheic')), null);
+  assert.equal(serverFormat(bytes('<svg xmlns="http://www.w3.org/2000/svg">')), null);
+});

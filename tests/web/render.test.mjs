@@ -68,6 +68,8 @@ test('the page is served with a strict CSP, right types and caching', async () =
   assert.equal(typeof props.context_length, 'number');
   assert.equal(typeof props.default_sampling.temperature, 'number');
   assert.equal(typeof props.image.high_detail_max_tokens, 'number');
+  assert.match(props.runtime.weights, /^(exact|bf16|q8|q4)$/, 'the weight type, for the page\'s monitor');
+  assert.ok(Number.isInteger(props.runtime.threads) && props.runtime.threads > 0);
 });
 
 test('Shift+Enter is a new line, Enter sends; settings placeholders come from the server', async () => {
@@ -119,16 +121,19 @@ test('Find objects draws labelled boxes from a grounding answer', async () => {
 test('model output cannot inject HTML or script; code blocks render with a copy button', async () => {
   reply = () => sseBody(['# Title\n\n<script>window.pwned = 1</script>\n<img src=x onerror="window.pwned = 2">\n',
     '[click](javascript:window.pwned=3) and ![remote](http://198.51.100.1/x.png)\n\n',
-    '```python\nprint("<b>hi</b>")\n```\n']);
+    '```python\nprint("<b>hi</b>")\n```\n\n\\[x^2 + \\sqrt{2}\\]\n']);
   await question().fill('Show me code');
   await question().press('Enter');
   await page.locator('.message.assistant.done').last().waitFor();
   const md = lastAnswer().locator('.markdown');
   assert.equal(await md.locator('script, img, [onerror]').count(), 0);
-  assert.equal(await md.locator('h1').textContent(), 'Title');
+  assert.equal(await md.locator('h3').textContent(), 'Title', 'model headings sit below the page\'s');
   assert.match(await md.textContent(), /<script>window\.pwned = 1<\/script>/, 'shown as text');
   assert.equal(await md.locator('a[href^="javascript"]').count(), 0);
   assert.equal(await md.locator('code.language-python').textContent(), 'print("<b>hi</b>")\n');
+  // Under the page's strict CSP: KaTeX typesets (no inline style markup), code is coloured.
+  await md.locator('.math-display .katex-display').waitFor();
+  await md.locator('code.hljs').waitFor();
   assert.equal(await page.evaluate(() => window.pwned), undefined);
   await md.getByRole('button', { name: 'Copy code' }).click();
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), 'print("<b>hi</b>")\n');
@@ -155,7 +160,7 @@ test('regenerate and edit-and-resend replace the last answer', async () => {
   assert.equal(await page.locator('.message.user .user-text').last().textContent(), 'Show me less code');
 });
 
-test('400, connection loss and 429 show a banner with a working retry', async () => {
+test('a 400 is not retried; connection loss and 429 are, a 429 once by itself', async () => {
   reply = () => (route) => route.fulfill({ status: 400, contentType: 'application/json',
     body: JSON.stringify({ error: { message: "'max_tokens' must be between 1 and 4096", type: 'invalid_request_error', param: 'max_tokens', code: null } }) });
   await question().fill('Break it');
@@ -163,21 +168,28 @@ test('400, connection loss and 429 show a banner with a working retry', async ()
   const banner = page.getByRole('alert');
   await banner.waitFor();
   assert.match(await banner.textContent(), /refused the request \(400\): 'max_tokens' must be between 1 and 4096/);
+  assert.equal(await banner.getByRole('button', { name: 'Retry' }).isVisible(), false);
+  assert.equal(await question().inputValue(), 'Break it', 'the question is back in the box');
+  await page.locator('.message.user.failed', { hasText: 'Break it' }).waitFor();
 
   reply = () => (route) => route.abort('connectionreset');
-  await banner.getByRole('button', { name: 'Retry' }).click();
+  await question().press('Enter');
   await page.getByRole('alert').filter({ hasText: 'Connection lost' }).waitFor();
 
-  reply = () => (route) => route.fulfill({ status: 429, headers: { 'Retry-After': '3', 'content-type': 'application/json' },
+  const before = bodies.length;
+  reply = () => (route) => route.fulfill({ status: 429, headers: { 'Retry-After': '1', 'content-type': 'application/json' },
     body: JSON.stringify({ error: { message: 'busy', type: 'rate_limit_error', code: 'rate_limit_exceeded' } }) });
   await banner.getByRole('button', { name: 'Retry' }).click();
-  await page.getByRole('alert').filter({ hasText: 'Try again in 3 s' }).waitFor();
+  // First 429: a countdown, then one retry by itself; the second 429 waits for the user.
+  await page.getByRole('alert').filter({ hasText: 'Try again in 1 s' }).waitFor();
+  assert.equal(bodies.length, before + 2);
 
   reply = () => sseBody(['Recovered']);
   await banner.getByRole('button', { name: 'Retry' }).click();
   await page.locator('.message.assistant.done', { hasText: 'Recovered' }).waitFor();
   assert.equal(await banner.isVisible(), false);
-  assert.equal(await page.locator('.message.user', { hasText: 'Break it' }).count(), 1);
+  assert.equal(await page.locator('.message.user', { hasText: 'Break it' }).count(), 2, 'the refused one and the answered one');
+  assert.equal(bodies.at(-1).messages.filter((m) => m.content === 'Break it').length, 1, 'the refused turn is not sent');
 });
 
 test('pasting an image attaches it', async () => {

@@ -35,9 +35,43 @@ export async function fetchProps(apiKey) {
   return res.json();
 }
 
-// Streams one answer. onDelta(text) gets each piece; resolves with
+// GET /health: true when the server answers and is ready; throws ApiFailure('network') when
+// it cannot be reached.
+export async function fetchHealth() {
+  let res;
+  try {
+    res = await fetch('/health', { cache: 'no-store' });
+  } catch {
+    throw new ApiFailure('network', 'cannot reach the server');
+  }
+  return res.ok;
+}
+
+// The unlabelled samples of GET /metrics (Prometheus text) as { name: value }.
+export function parseMetrics(text) {
+  const values = {};
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][\w:]*) (\S+)$/.exec(line);
+    if (m) values[m[1]] = Number(m[2]);
+  }
+  return values;
+}
+
+export async function fetchMetrics() {
+  let res;
+  try {
+    res = await fetch('/metrics', { cache: 'no-store' });
+  } catch {
+    throw new ApiFailure('network', 'cannot reach the server');
+  }
+  if (!res.ok) throw new ApiFailure('http', `metrics: ${res.status}`, { status: res.status });
+  return parseMetrics(await res.text());
+}
+
+// Streams one answer. onHeaders() runs once the server has admitted the request (the response
+// starts); onDelta(text) gets each piece; resolves with
 // { finishReason, usage, timings, clientTtftMs } or throws ApiFailure / AbortError.
-export async function streamChat(body, { apiKey, signal, onDelta }) {
+export async function streamChat(body, { apiKey, signal, onDelta, onHeaders = () => {} }) {
   const started = performance.now();
   let res;
   try {
@@ -52,6 +86,7 @@ export async function streamChat(body, { apiKey, signal, onDelta }) {
     throw new ApiFailure('network', 'cannot reach the server; is qvl serve still running?');
   }
   if (!res.ok) throw await failureFrom(res);
+  onHeaders();
 
   const result = { finishReason: null, usage: null, timings: null, clientTtftMs: null, done: false };
   const reader = res.body.getReader();

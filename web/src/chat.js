@@ -20,11 +20,15 @@ export function titleFor(message) {
   return text.slice(0, 60) || (message.images.length ? 'Image question' : 'New chat');
 }
 
-// Indexes of the user messages of the last `turns` turns before `current`, plus `current`.
+// A user turn the server refused (4xx) stays in the thread, marked, but is never sent again.
+const isLive = (message) => !(message.role === 'user' && message.failed);
+
+// Indexes of the live messages of the last `turns` turns before `current`, plus `current`.
 function contextMessages(messages, current, turns) {
   const chosen = [];
   let userTurns = 0;
   for (let i = current - 1; i >= 0 && userTurns < turns; i--) {
+    if (!isLive(messages[i])) continue;
     chosen.unshift(i);
     if (messages[i].role === 'user') userTurns += 1;
   }
@@ -36,26 +40,59 @@ function contextMessages(messages, current, turns) {
 
 const numberOrNull = (value) => (value === '' || value === null || value === undefined || !Number.isFinite(Number(value)) ? null : Number(value));
 
-// The /v1/chat/completions body answering messages[current] (a user message).
-export function buildRequest(conversation, current, settings, props) {
-  const messages = conversation.messages;
+// What the request answering messages[current] carries:
+//   indexes: the messages sent (the history setting counts turns of text);
+//   sendAt:  image id -> index of the message it is sent with. Images stay in context however
+//            old their turn is: an image from before the history window rides with the window's
+//            first question. Each image is sent once.
+//   dropped: images of the conversation the model does not see (past the per-request limit,
+//            the oldest first; the current question's images always go).
+export function contextPlan(messages, current, settings, props) {
   const turns = numberOrNull(settings.history) ?? 5;
   const indexes = contextMessages(messages, current, Math.max(0, Math.floor(turns)));
   const maxImages = (props && props.image && props.image.max_images_per_request) || 8;
-  const detail = settings.detail || 'auto';
-
-  // Each image is sent once, where it first appears; past the server's per-request limit the
-  // oldest ones are left out (the current question's images always go).
   const firstUse = new Map();
+  const lastUse = new Map();
+  const all = new Set();
+  for (let i = 0; i <= current && i < messages.length; i++) {
+    const m = messages[i];
+    if (m.role !== 'user') continue;
+    for (const id of m.images || []) {
+      if (!isLive(m) || !getCachedImage(id)) continue;
+      all.add(id);
+      if (!firstUse.has(id)) firstUse.set(id, i);
+      lastUse.set(id, i);
+    }
+  }
+  const needed = new Set((messages[current] && messages[current].images) || []);
+  const kept = [...firstUse.keys()].sort((a, b) => (needed.has(b) - needed.has(a)) || (lastUse.get(b) - lastUse.get(a)))
+    .slice(0, Math.max(maxImages, needed.size));
+  const keptSet = new Set(kept);
+  const sendAt = new Map();
+  // Sent with its first question inside the window, else with the window's first question.
   for (const i of indexes) {
     if (messages[i].role !== 'user') continue;
-    for (const id of messages[i].images || []) if (!firstUse.has(id) && getCachedImage(id)) firstUse.set(id, i);
+    for (const id of messages[i].images || []) if (keptSet.has(id) && !sendAt.has(id)) sendAt.set(id, i);
   }
-  const needed = new Set(messages[current].images || []);
-  let extra = firstUse.size - maxImages;
-  for (const id of [...firstUse.keys()]) {
-    if (extra <= 0) break;
-    if (!needed.has(id)) { firstUse.delete(id); extra -= 1; }
+  for (const id of kept) if (!sendAt.has(id)) sendAt.set(id, indexes[0]);
+  const dropped = new Set([...all].filter((id) => !sendAt.has(id)));
+  return { indexes, sendAt, dropped };
+}
+
+// The /v1/chat/completions body answering messages[current] (a user message).
+export function buildRequest(conversation, current, settings, props) {
+  const messages = conversation.messages;
+  const { indexes, sendAt } = contextPlan(messages, current, settings, props);
+  const detail = settings.detail || 'auto';
+  const imagesAt = new Map();
+  for (const [id, i] of [...sendAt].sort((a, b) => a[1] - b[1])) {
+    if (!imagesAt.has(i)) imagesAt.set(i, []);
+    imagesAt.get(i).push(id);
+  }
+  // Carried images keep their conversation order: oldest first.
+  for (const ids of imagesAt.values()) {
+    const order = (id) => messages.findIndex((m) => m.role === 'user' && (m.images || []).includes(id));
+    ids.sort((a, b) => order(a) - order(b));
   }
 
   const out = [];
@@ -69,9 +106,9 @@ export function buildRequest(conversation, current, settings, props) {
     }
     const text = promptFor(message.preset, message.text);
     const parts = [];
-    for (const id of message.images || []) {
-      if (firstUse.get(id) !== i) continue;
-      parts.push({ type: 'image_url', image_url: { url: getCachedImage(id).dataUrl, detail } });
+    for (const id of imagesAt.get(i) || []) {
+      const image = getCachedImage(id);
+      parts.push({ type: 'image_url', image_url: { url: image.dataUrl, detail: image.detail || detail } });
     }
     if (!parts.length) {
       out.push({ role: 'user', content: text });

@@ -1,23 +1,27 @@
-// The qvl chat page: wires the composer, the conversation list, settings and streaming.
+// The qvl page: state, sending and streaming, and the wiring of the composer, the conversation
+// list, settings, the lightbox and the server monitor.
 import { ApiFailure, fetchProps, streamChat } from './api.js';
-import { buildRequest, newConversation, statsFrom, titleFor } from './chat.js';
-import { imageFiles, prepareImage } from './images.js';
+import { buildRequest, contextPlan, newConversation, statsFrom, titleFor } from './chat.js';
 import { PRESETS } from './presets.js';
-import { getCachedImage, loadConversations, loadImages, loadSettings, pruneImages, putImage, saveConversations, saveSettings } from './store.js';
-import { fillAssistant, renderMessages, thumbnail } from './view.js';
-import { initSettings, openSettings } from './settings.js';
+import { loadConversations, loadImages, loadSettings, pruneImages, putImage, saveConversations, saveSettings } from './store.js';
+import { fillAssistant, refreshWaiting, renderMessages } from './view.js';
+import { applyTheme, initSettings, openSettings } from './settings.js';
+import { Attachments, renderAttachments } from './attachments.js';
+import { startMonitor } from './monitor.js';
+import { initLightbox } from './lightbox.js';
+import { renderSidebar, setDrawer, undoToast } from './sidebar.js';
+import { wireControls } from './controls.js';
+import { MAX_ASPECT_RATIO } from './tokens.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
-  sidebar: $('sidebar'), scrim: $('scrim'), menu: $('menu-button'), newChat: $('new-chat'),
   list: $('conversation-list'), title: $('chat-title'), status: $('model-status'),
-  statusText: $('model-status-text'), clear: $('clear-chat'), openSettings: $('open-settings'),
-  messages: $('messages'), messageList: $('message-list'), empty: $('empty-state'),
-  banner: $('error-banner'), bannerText: $('error-text'), retry: $('error-retry'),
-  dismiss: $('error-dismiss'), composer: $('composer'), presets: $('presets'),
-  attachments: $('attachments'), notice: $('notice'), fileInput: $('file-input'),
-  attach: $('attach'), prompt: $('prompt'), send: $('send'), stop: $('stop'),
-  dropOverlay: $('drop-overlay'),
+  statusText: $('model-status-text'), clear: $('clear-chat'), messages: $('messages'),
+  messageList: $('message-list'), empty: $('empty-state'), banner: $('error-banner'),
+  bannerText: $('error-text'), retry: $('error-retry'), composer: $('composer'),
+  presets: $('presets'), attachments: $('attachments'), budget: $('image-budget'),
+  notice: $('notice'), fileInput: $('file-input'), prompt: $('prompt'), send: $('send'),
+  stop: $('stop'), dropOverlay: $('drop-overlay'), monitor: $('monitor'),
 };
 
 const state = {
@@ -25,11 +29,14 @@ const state = {
   current: null,
   settings: loadSettings(),
   props: null,
-  attachments: [],
+  attachments: new Attachments(),
   preset: 'ask',
   controller: null,
   editingIndex: -1,
   retryAction: null,
+  countdown: 0,
+  query: '',
+  renaming: null,
 };
 
 // ---- persistence -------------------------------------------------------------------------
@@ -43,40 +50,16 @@ function persist() {
 }
 
 function usedImageIds() {
-  const ids = new Set(state.attachments.map((a) => a.id));
+  const ids = new Set(state.attachments.entries.filter((e) => e.image).map((e) => e.image.id));
   for (const c of state.conversations) for (const m of c.messages) for (const id of m.images || []) ids.add(id);
   return ids;
 }
 
 // ---- rendering ---------------------------------------------------------------------------
-function busy() { return state.controller !== null; }
+const busy = () => state.controller !== null;
 
-function renderSidebar() {
-  const items = [...state.conversations].sort((a, b) => b.updated - a.updated).map((c) => {
-    const li = document.createElement('li');
-    li.className = c === state.current ? 'conversation active' : 'conversation';
-    const open = document.createElement('button');
-    open.type = 'button';
-    open.className = 'conversation-open';
-    open.dataset.id = c.id;
-    if (c === state.current) open.setAttribute('aria-current', 'true');
-    const title = document.createElement('span');
-    title.className = 'conversation-title';
-    title.textContent = c.title || 'New chat';
-    const when = document.createElement('span');
-    when.className = 'conversation-date';
-    when.textContent = new Date(c.updated).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
-    open.append(title, when);
-    const del = document.createElement('button');
-    del.type = 'button';
-    del.className = 'icon-button small conversation-delete';
-    del.dataset.deleteId = c.id;
-    del.setAttribute('aria-label', `Delete conversation “${c.title || 'New chat'}”`);
-    del.innerHTML = '<svg aria-hidden="true" viewBox="0 0 24 24"><path d="M6 6l12 12M18 6 6 18"/></svg>';
-    li.append(open, del);
-    return li;
-  });
-  ui.list.replaceChildren(...items);
+function drawSidebar() {
+  renderSidebar(ui.list, state.conversations, state.current, { query: state.query, renaming: state.renaming });
 }
 
 function renderConversation() {
@@ -84,48 +67,56 @@ function renderConversation() {
   ui.title.textContent = c.title || 'New chat';
   document.title = c.title ? `${c.title} · qvl` : 'qvl';
   ui.empty.hidden = c.messages.length > 0;
-  renderMessages(ui.messageList, c.messages, { busy: busy(), editingIndex: state.editingIndex });
+  // What the next question would carry: images past the per-request limit are marked.
+  const next = [...c.messages, { role: 'user', text: '', images: [] }];
+  const { dropped } = contextPlan(next, next.length - 1, state.settings, state.props);
+  const maxImages = state.props && state.props.image && state.props.image.max_images_per_request;
+  renderMessages(ui.messageList, c.messages, { busy: busy(), editingIndex: state.editingIndex, dropped, maxImages });
   ui.clear.disabled = c.messages.length === 0 || busy();
-  renderSidebar();
+  drawSidebar();
 }
 
 function renderComposer() {
   ui.send.hidden = busy();
   ui.stop.hidden = !busy();
-  const items = state.attachments.map((image, i) => {
-    const li = document.createElement('li');
-    li.className = 'attachment';
-    li.append(thumbnail(image, 'attachment-thumb'));
-    const remove = document.createElement('button');
-    remove.type = 'button';
-    remove.className = 'attachment-remove';
-    remove.dataset.remove = String(i);
-    remove.setAttribute('aria-label', `Remove ${image.name}`);
-    remove.innerHTML = '<svg aria-hidden="true" viewBox="0 0 24 24"><path d="M7 7l10 10M17 7 7 17"/></svg>';
-    li.append(remove);
-    if (image.scaled) li.title = `${image.name}: scaled from ${image.originalWidth}×${image.originalHeight} to ${image.width}×${image.height}`;
-    return li;
-  });
-  ui.attachments.replaceChildren(...items);
-  ui.attachments.hidden = items.length === 0;
+  const entries = state.attachments.of(state.current.id);
+  renderAttachments(ui.attachments, ui.budget, entries, state.props, state.settings.detail);
+  const pending = state.attachments.hasPending(state.current.id);
+  ui.send.disabled = pending;
+  ui.send.title = pending ? 'Waiting for the images to be ready' : 'Send (Enter)';
+  renderContextMeter();
   const preset = PRESETS.find((p) => p.id === state.preset);
   ui.prompt.placeholder = preset.placeholder;
   for (const input of ui.presets.querySelectorAll('input')) input.checked = input.value === state.preset;
 }
 
-function scrollToEnd() {
-  ui.messages.scrollTop = ui.messages.scrollHeight;
+// How full the model's context was at the conversation's last answer (the server's count of
+// the prompt plus the answer), against the context length.
+function renderContextMeter() {
+  const last = [...state.current.messages].reverse().find((m) => m.role === 'assistant' && m.stats && m.stats.promptTokens);
+  const length = state.props && state.props.context_length;
+  const meter = $('context-meter');
+  meter.hidden = !last || !length;
+  if (meter.hidden) return;
+  const used = last.stats.promptTokens + (last.stats.completionTokens || 0);
+  $('context-bar').value = Math.min(1, used / length);
+  $('context-text').textContent = `${used.toLocaleString('en')} of ${length.toLocaleString('en')} tokens`;
+  meter.dataset.used = String(used);
 }
+
+const scrollToEnd = () => { ui.messages.scrollTop = ui.messages.scrollHeight; };
+const nearBottom = () => ui.messages.scrollHeight - ui.messages.scrollTop - ui.messages.clientHeight < 80;
 
 let noticeTimer = 0;
 function notice(text) {
   ui.notice.textContent = text;
   clearTimeout(noticeTimer);
-  noticeTimer = setTimeout(() => { ui.notice.textContent = ''; }, 6000);
+  noticeTimer = setTimeout(() => { ui.notice.textContent = ''; }, 8000);
 }
 
 // ---- errors ------------------------------------------------------------------------------
 function showError(message, retry) {
+  clearInterval(state.countdown);
   ui.bannerText.textContent = message;
   state.retryAction = retry || null;
   ui.retry.hidden = !retry;
@@ -133,35 +124,68 @@ function showError(message, retry) {
 }
 
 function hideError() {
+  clearInterval(state.countdown);
   ui.banner.hidden = true;
   state.retryAction = null;
 }
 
+// Worth sending again unchanged: busy, server trouble, connection loss. Other 4xx refuse the
+// question itself (its image, its size, ...), and 401/403 need the key fixed first.
+const retryable = (f) => f.kind !== 'http' || f.status === 429 || f.status >= 500 || f.status === 401 || f.status === 403 || f.status === 408;
+
 function describeFailure(error) {
   if (error.kind === 'network') return `Connection lost: ${error.message}.`;
-  if (error.status === 429) {
-    return `The server is busy (every slot is in use and the queue is full). ${error.retryAfter ? `Try again in ${error.retryAfter} s.` : 'Try again shortly.'}`;
-  }
+  if (error.status === 429) return 'The server is busy (every slot is in use and the queue is full).';
   if (error.status === 401) return 'The server needs an API key: enter it in Settings.';
   if (error.status === 503) return `The server is not ready: ${error.message}`;
   if (error.status) return `The server refused the request (${error.status}): ${error.message}`;
   return `The answer failed: ${error.message}`;
 }
 
+// A 429 retries by itself once, after the server's Retry-After, counting down.
+function busyCountdown(failure, conversation) {
+  let left = Math.min(30, Math.max(1, failure.retryAfter || 1));
+  showError('', () => retryLast(conversation, false));
+  const tick = () => {
+    ui.bannerText.textContent = `${describeFailure(failure)} Retrying in ${left} s…`;
+    if (left-- <= 0) {
+      hideError();
+      retryLast(conversation, false);
+    }
+  };
+  tick();
+  state.countdown = setInterval(tick, 1000);
+}
+
 // ---- model status ------------------------------------------------------------------------
-let propsTimer = 0;
+let propsPending = false;
 async function refreshProps() {
-  clearTimeout(propsTimer);
+  propsPending = true;
   try {
     state.props = await fetchProps(state.settings.apiKey);
     ui.status.dataset.state = 'ready';
     const ctx = state.props.context_length ? ` · ${Math.round(state.props.context_length / 1024)}k context` : '';
     ui.statusText.textContent = `${state.props.model}${ctx}`;
+    renderComposer();
   } catch (error) {
+    state.props = null;
     const loading = error.status === 503;
     ui.status.dataset.state = loading ? 'loading' : 'error';
     ui.statusText.textContent = loading ? 'Loading the model…' : error.status === 401 ? 'API key needed (Settings)' : 'Server unreachable';
-    propsTimer = setTimeout(refreshProps, loading ? 1500 : 5000);
+  } finally {
+    propsPending = false;
+  }
+}
+
+function onReachable(reachable) {
+  if (reachable === 'error') {
+    ui.status.dataset.state = 'error';
+    ui.statusText.textContent = 'Server unreachable';
+  } else if (reachable === 'loading') {
+    ui.status.dataset.state = 'loading';
+    ui.statusText.textContent = 'Loading the model…';
+  } else if ((ui.status.dataset.state !== 'ready' || !state.props) && !propsPending) {
+    refreshProps();
   }
 }
 
@@ -173,8 +197,9 @@ async function openConversation(conversation) {
   hideError();
   await loadImages(conversation.messages.flatMap((m) => m.images || []));
   renderConversation();
+  renderComposer();
   scrollToEnd();
-  closeSidebar();
+  closeSidebar(false);
 }
 
 function startNewConversation(focus = true) {
@@ -186,15 +211,22 @@ function startNewConversation(focus = true) {
 }
 
 function deleteConversation(id) {
-  state.conversations = state.conversations.filter((c) => c.id !== id);
+  const victim = state.conversations.find((c) => c.id === id);
+  if (!victim) return;
+  state.conversations = state.conversations.filter((c) => c !== victim);
   persist();
-  pruneImages(usedImageIds());
-  if (state.current.id === id) {
+  const wasCurrent = state.current === victim;
+  if (wasCurrent) {
     const next = [...state.conversations].sort((a, b) => b.updated - a.updated)[0];
-    if (next) openConversation(next); else startNewConversation();
+    if (next) openConversation(next); else startNewConversation(false);
   } else {
-    renderSidebar();
+    drawSidebar();
   }
+  undoToast(`Deleted “${victim.title || 'New chat'}”.`, () => {
+    state.conversations.push(victim);
+    persist();
+    openConversation(victim);
+  }, () => pruneImages(usedImageIds()));
 }
 
 // ---- attachments -------------------------------------------------------------------------
@@ -205,28 +237,32 @@ function imageLimits() {
     maxPixels: tokens * (image.pixels_per_token || 1024) * 2,
     maxBytes: Math.floor((image.max_image_bytes || 16 << 20) * 0.7),
     maxCount: image.max_images_per_request || 8,
+    maxAspect: MAX_ASPECT_RATIO,
   };
 }
 
-async function addFiles(files) {
+// File names in messages: long ones keep their start and their extension.
+const shortName = (name) => (name.length > 48 ? `${name.slice(0, 32)}…${name.slice(-12)}` : name);
+
+function addFiles(files) {
   const limits = imageLimits();
+  const conversation = state.current;
   for (const file of files) {
-    if (state.attachments.length >= limits.maxCount) {
+    if (state.attachments.of(conversation.id).length >= limits.maxCount) {
       notice(`At most ${limits.maxCount} images per message.`);
       break;
     }
-    try {
-      const image = await prepareImage(file, limits);
-      if (state.attachments.some((a) => a.id === image.id)) {
-        notice(`${image.name} is attached already.`);
-        continue;
+    state.attachments.add(file, conversation.id, limits, (entry, error, duplicate) => {
+      if (duplicate) notice(`${shortName(entry.name)} is attached already.`);
+      else if (error) notice(`Could not add ${shortName(entry.name)}: ${error.message.replace(entry.name, 'it')}.`);
+      else {
+        const p = entry.prepared;
+        if (p.converted) notice(`${shortName(p.name)} was converted from ${p.converted} to PNG (the server reads JPEG, PNG, WebP, GIF and BMP).`);
+        if (p.padded) notice(`${shortName(p.name)} is ${p.originalWidth}×${p.originalHeight}, thinner than the ${MAX_ASPECT_RATIO}:1 the model accepts: it was padded to ${p.width}×${p.height}.`);
+        else if (p.scaled) notice(`${shortName(p.name)} was scaled to ${p.width}×${p.height}, the most the model can use.`);
       }
-      await putImage(getCachedImage(image.id) || image);
-      state.attachments.push(getCachedImage(image.id));
-      if (image.scaled) notice(`${image.name} was scaled to ${image.width}×${image.height}, the most the model can use.`);
-    } catch (error) {
-      notice(`Could not add ${file.name || 'the image'}: ${error.message}.`);
-    }
+      if (state.current === conversation) renderComposer();
+    }, () => { if (state.current === conversation) renderComposer(); });
   }
   renderComposer();
 }
@@ -236,12 +272,23 @@ function stopGenerating() {
   if (state.controller) state.controller.abort();
 }
 
-async function generate() {
+// What an answer version keeps (Regenerate adds a version; the others stay to flip through).
+const snapshot = ({ text, stats, finish, state: s }) => ({ text, stats, finish, state: s });
+const CONTINUE_PROMPT = 'Continue your previous answer exactly where it stopped. Do not repeat anything.';
+
+// Answers the conversation's last question. `previous`: the answer being regenerated (kept as
+// a version); `resume`: an answer cut short, continued in place.
+async function generate(autoRetry = true, { previous = null, resume = null } = {}) {
   const conversation = state.current;
   const messages = conversation.messages;
-  const userIndex = messages.length - 1;
-  const answer = { role: 'assistant', text: '', state: 'streaming', stats: null, finish: null };
-  messages.push(answer);
+  const userIndex = resume ? messages.indexOf(resume) - 1 : messages.length - 1;
+  const question = messages[userIndex];
+  const resumeText = resume ? resume.text : '';
+  const answer = resume || { role: 'assistant', text: '', state: 'streaming', stats: null, finish: null, preset: question.preset };
+  Object.assign(answer, { state: 'streaming', finish: null, phase: 'sending', phaseStarted: Date.now(),
+    hasImages: !resume && (question.images || []).length > 0 });
+  if (previous && previous.text) answer.versions = previous.versions ? previous.versions.slice() : [snapshot(previous)];
+  if (!resume) messages.push(answer);
   const controller = new AbortController();
   state.controller = controller;
   hideError();
@@ -249,271 +296,187 @@ async function generate() {
   renderComposer();
   scrollToEnd();
   const li = ui.messageList.lastElementChild;
+  const started = performance.now();
+  let pieces = 0;
+  let firstAt = 0;
   let frame = 0;
+  const live = () => {
+    const seconds = (performance.now() - started) / 1000;
+    const writing = firstAt ? (performance.now() - firstAt) / 1000 : 0;
+    return { elapsedMs: seconds * 1000, pieces, tokensPerSecond: writing > 0.2 && pieces > 1 ? (pieces - 1) / writing : null };
+  };
   const paint = () => {
     frame = 0;
     if (state.current !== conversation) return;
-    const nearBottom = ui.messages.scrollHeight - ui.messages.scrollTop - ui.messages.clientHeight < 80;
+    const stick = nearBottom();
+    answer.live = live();
     fillAssistant(li, messages, messages.indexOf(answer), true, true);
-    if (nearBottom) scrollToEnd();
+    if (stick) scrollToEnd();
   };
+  // Every second: the elapsed time, and whether the request waits in the server's queue.
+  const ticker = setInterval(async () => {
+    if (answer.phase === 'sending' && performance.now() - started > 400 && monitor.queued() > 0) {
+      answer.phase = 'queued';
+    }
+    if (answer.phase === 'sending') monitor.now();
+    if (state.current === conversation) {
+      if (answer.text) paint(); else refreshWaiting(li, answer);
+    }
+  }, 1000);
   try {
     const body = buildRequest(conversation, userIndex, state.settings, state.props);
+    if (resume) body.messages.push({ role: 'assistant', content: resumeText }, { role: 'user', content: CONTINUE_PROMPT });
     const result = await streamChat(body, {
       apiKey: state.settings.apiKey,
       signal: controller.signal,
+      onHeaders: () => {
+        answer.phase = 'reading';
+        answer.phaseStarted = Date.now();
+        if (state.current === conversation) refreshWaiting(li, answer);
+      },
       onDelta: (text) => {
+        if (!firstAt) firstAt = performance.now();
+        pieces += 1;
         answer.text += text;
         if (!frame) frame = requestAnimationFrame(paint);
       },
     });
     answer.state = 'done';
     answer.finish = result.finishReason;
-    answer.stats = statsFrom(result);
+    answer.stats = { ...statsFrom(result), elapsedMs: performance.now() - started };
   } catch (error) {
     if (error.name === 'AbortError') {
       answer.state = 'stopped';
+      const l = live();
+      answer.stats = { ttftMs: firstAt ? firstAt - started : null, tokensPerSecond: l.tokensPerSecond, completionTokens: pieces || null, approximate: true, elapsedMs: l.elapsedMs };
     } else {
       const failure = error instanceof ApiFailure ? error : new ApiFailure('stream', error.message);
-      if (answer.text) {
-        answer.state = 'error';
+      if (answer.text !== resumeText || (answer.text && !resume)) answer.state = 'error';
+      else if (resume) answer.state = 'stopped';
+      else messages.splice(messages.indexOf(answer), 1, ...(previous && previous.text ? [previous] : []));
+      if (!retryable(failure)) {
+        refuse(conversation, question, failure);
+      } else if (failure.status === 429 && autoRetry) {
+        busyCountdown(failure, conversation);
       } else {
-        messages.splice(messages.indexOf(answer), 1);
+        showError(`${describeFailure(failure)}${failure.status === 429 && failure.retryAfter ? ` Try again in ${failure.retryAfter} s.` : ''}`, () => retryLast(conversation));
       }
-      showError(describeFailure(failure), () => retryLast(conversation));
       if (failure.status === 401) openSettings();
     }
   } finally {
+    clearInterval(ticker);
     cancelAnimationFrame(frame);
+    delete answer.live;
+    delete answer.phase;
+    if (answer.versions && messages.includes(answer)) {
+      if (resume && answer.version !== undefined) answer.versions[answer.version] = snapshot(answer);
+      else answer.versions.push(snapshot(answer));
+      answer.version = resume && answer.version !== undefined ? answer.version : answer.versions.length - 1;
+    }
     state.controller = null;
     conversation.updated = Date.now();
     persist();
     if (state.current === conversation) {
-      const nearBottom = ui.messages.scrollHeight - ui.messages.scrollTop - ui.messages.clientHeight < 80;
+      const stick = nearBottom();
+      const hadFocus = document.activeElement === ui.stop || document.activeElement === document.body;
       renderConversation();
       renderComposer();
-      if (nearBottom) scrollToEnd();
+      if (stick) scrollToEnd();
+      if (hadFocus) ui.prompt.focus();
     }
   }
 }
 
-function retryLast(conversation) {
+// A refused question is marked and left out of the context; its text and images go back to
+// the composer, where the image can be removed before sending again.
+function refuse(conversation, question, failure) {
+  question.failed = { status: failure.status, message: failure.message };
+  if (state.current !== conversation) return;
+  if (!ui.prompt.value.trim()) {
+    ui.prompt.value = question.text;
+    autoGrow();
+  }
+  state.attachments.restore(conversation.id, question.images || []);
+  state.preset = question.preset || 'ask';
+  showError(`${describeFailure(failure)} The question is back in the box below; change it or remove the image and send again.`, null);
+}
+
+function retryLast(conversation, autoRetry = true) {
   if (busy() || state.current !== conversation) return;
   const messages = conversation.messages;
-  while (messages.length && messages[messages.length - 1].role === 'assistant') messages.pop();
-  if (!messages.length) return;
-  generate();
+  let previous = null;
+  while (messages.length && messages[messages.length - 1].role === 'assistant') previous = messages.pop();
+  if (!messages.length || messages[messages.length - 1].failed) return;
+  generate(autoRetry, { previous: previous && previous.state !== 'error' ? previous : null });
 }
 
 function send() {
   if (busy()) return;
+  const c = state.current;
+  if (state.attachments.hasPending(c.id)) {
+    notice('Wait a moment: an image is still being prepared.');
+    return;
+  }
   const text = ui.prompt.value;
   const preset = state.preset;
-  if (!text.trim() && !state.attachments.length && preset === 'ask') return;
-  const c = state.current;
-  const lastImages = [...c.messages].reverse().find((m) => m.role === 'user' && m.images && m.images.length);
-  if (preset !== 'ask' && !state.attachments.length && !lastImages) {
+  const ready = state.attachments.of(c.id).filter((e) => e.status === 'ready');
+  if (!text.trim() && !ready.length && preset === 'ask') return;
+  const lastImages = [...c.messages].reverse().find((m) => m.role === 'user' && !m.failed && m.images && m.images.length);
+  if (preset !== 'ask' && !ready.length && !lastImages) {
     notice('Attach an image first.');
     return;
   }
-  const message = { role: 'user', text, preset, images: state.attachments.map((a) => a.id) };
+  const taken = state.attachments.take(c.id);
+  for (const entry of taken) {
+    const detail = entry.detail && entry.detail !== 'auto' ? entry.detail : undefined;
+    if (entry.image.detail !== detail) {
+      entry.image.detail = detail;
+      putImage(entry.image);
+    }
+  }
+  const message = { role: 'user', text, preset, images: taken.map((e) => e.image.id) };
   // Tasks on "the image" with nothing attached use the conversation's latest image again.
   if (preset !== 'ask' && !message.images.length) message.images = [lastImages.images[lastImages.images.length - 1]];
   c.messages.push(message);
   if (!c.title) c.title = titleFor(message);
   if (!state.conversations.includes(c)) state.conversations.push(c);
-  state.attachments = [];
   ui.prompt.value = '';
   autoGrow();
   generate();
 }
 
-// ---- message actions ---------------------------------------------------------------------
-async function copyText(text, button) {
-  try {
-    await navigator.clipboard.writeText(text);
-  } catch {
-    const area = document.createElement('textarea');
-    area.value = text;
-    document.body.append(area);
-    area.select();
-    document.execCommand('copy');
-    area.remove();
-  }
-  const old = button.textContent;
-  button.textContent = 'Copied';
-  setTimeout(() => { button.textContent = old; }, 1500);
-}
-
-function onMessageAction(event) {
-  const button = event.target.closest('button');
-  if (!button) return;
-  const messages = state.current.messages;
-  if (button.dataset.copyCode !== undefined) {
-    const code = button.closest('.code-block').querySelector('code');
-    copyText(code ? code.textContent : '', button);
-    return;
-  }
-  const index = Number(button.dataset.index);
-  switch (button.dataset.action) {
-    case 'copy': copyText(messages[index].text, button); break;
-    case 'regenerate': retryLast(state.current); break;
-    case 'edit':
-      state.editingIndex = index;
-      renderConversation();
-      $('edit-box')?.focus();
-      break;
-    case 'edit-cancel':
-      state.editingIndex = -1;
-      renderConversation();
-      break;
-    case 'edit-send': {
-      const box = $('edit-box');
-      const i = state.editingIndex;
-      state.editingIndex = -1;
-      messages[i].text = box.value;
-      messages.splice(i + 1);
-      if (i === 0) state.current.title = titleFor(messages[0]);
-      generate();
-      break;
-    }
-    default:
-  }
-}
-
-// ---- sidebar (a drawer on narrow screens) ------------------------------------------------
-function closeSidebar() {
-  document.body.classList.remove('sidebar-open');
-  ui.menu.setAttribute('aria-expanded', 'false');
-  ui.scrim.hidden = true;
-}
-
 // ---- wiring ------------------------------------------------------------------------------
+function closeSidebar(returnFocus) {
+  const wasOpen = document.body.classList.contains('sidebar-open');
+  setDrawer(false);
+  if (wasOpen && returnFocus) $('menu-button').focus();
+}
+
 function autoGrow() {
   ui.prompt.style.height = 'auto';
   ui.prompt.style.height = `${Math.min(ui.prompt.scrollHeight, 240)}px`;
 }
 
-function buildPresets() {
-  for (const preset of PRESETS) {
-    const label = document.createElement('label');
-    label.className = 'preset';
-    const input = document.createElement('input');
-    input.type = 'radio';
-    input.name = 'preset';
-    input.value = preset.id;
-    input.id = `preset-${preset.id}`;
-    const span = document.createElement('span');
-    span.textContent = preset.label;
-    label.append(input, span);
-    ui.presets.append(label);
-  }
-  ui.presets.addEventListener('change', (e) => {
-    state.preset = e.target.value;
-    renderComposer();
-  });
-}
-
-function wire() {
-  ui.composer.addEventListener('submit', (e) => { e.preventDefault(); send(); });
-  ui.prompt.addEventListener('keydown', (e) => {
-    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
-      e.preventDefault();
-      send();
-    }
-  });
-  ui.prompt.addEventListener('input', autoGrow);
-  ui.stop.addEventListener('click', stopGenerating);
-  ui.attach.addEventListener('click', () => ui.fileInput.click());
-  ui.fileInput.addEventListener('change', () => {
-    addFiles([...ui.fileInput.files]);
-    ui.fileInput.value = '';
-  });
-  ui.attachments.addEventListener('click', (e) => {
-    const button = e.target.closest('[data-remove]');
-    if (!button) return;
-    state.attachments.splice(Number(button.dataset.remove), 1);
-    renderComposer();
-    ui.prompt.focus();
-  });
-  document.addEventListener('paste', (e) => {
-    const files = imageFiles(e.clipboardData);
-    if (files.length) {
-      e.preventDefault();
-      addFiles(files);
-    }
-  });
-  let dragDepth = 0;
-  const hasFiles = (e) => e.dataTransfer && [...e.dataTransfer.types].includes('Files');
-  window.addEventListener('dragenter', (e) => { if (hasFiles(e)) { dragDepth += 1; ui.dropOverlay.hidden = false; } });
-  window.addEventListener('dragleave', () => { dragDepth = Math.max(0, dragDepth - 1); if (!dragDepth) ui.dropOverlay.hidden = true; });
-  window.addEventListener('dragover', (e) => { if (hasFiles(e)) e.preventDefault(); });
-  window.addEventListener('drop', (e) => {
-    e.preventDefault();
-    dragDepth = 0;
-    ui.dropOverlay.hidden = true;
-    const files = imageFiles(e.dataTransfer);
-    if (files.length) addFiles(files);
-  });
-  ui.messageList.addEventListener('click', onMessageAction);
-  ui.messageList.addEventListener('keydown', (e) => {
-    if (e.target.id === 'edit-box' && e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
-      e.preventDefault();
-      ui.messageList.querySelector('[data-action="edit-send"]').click();
-    } else if (e.target.id === 'edit-box' && e.key === 'Escape') {
-      ui.messageList.querySelector('[data-action="edit-cancel"]').click();
-    }
-  });
-  ui.list.addEventListener('click', (e) => {
-    const del = e.target.closest('[data-delete-id]');
-    if (del) return deleteConversation(del.dataset.deleteId);
-    const open = e.target.closest('[data-id]');
-    if (open) openConversation(state.conversations.find((c) => c.id === open.dataset.id));
-  });
-  ui.newChat.addEventListener('click', () => startNewConversation());
-  ui.clear.addEventListener('click', () => {
-    if (busy() || !state.current.messages.length) return;
-    if (!window.confirm('Clear every message of this conversation?')) return;
-    state.current.messages = [];
-    state.current.title = '';
-    state.editingIndex = -1;
-    persist();
-    pruneImages(usedImageIds());
-    hideError();
-    renderConversation();
-  });
-  ui.menu.addEventListener('click', () => {
-    const open = !document.body.classList.contains('sidebar-open');
-    document.body.classList.toggle('sidebar-open', open);
-    ui.menu.setAttribute('aria-expanded', String(open));
-    ui.scrim.hidden = !open;
-    if (open) ui.newChat.focus();
-  });
-  ui.scrim.addEventListener('click', closeSidebar);
-  document.addEventListener('keydown', (e) => {
-    if (e.key === 'Escape' && document.body.classList.contains('sidebar-open')) closeSidebar();
-  });
-  ui.retry.addEventListener('click', () => { const retry = state.retryAction; hideError(); if (retry) retry(); });
-  ui.dismiss.addEventListener('click', hideError);
-  ui.openSettings.addEventListener('click', openSettings);
-}
-
-buildPresets();
-wire();
+applyTheme(state.settings.theme);
+wireControls({
+  state, ui, busy, send, stopGenerating, addFiles, persist, renderConversation, renderComposer,
+  retryLast, generate, openConversation, startNewConversation, deleteConversation, hideError,
+  usedImageIds, closeSidebar, autoGrow, notice, drawSidebar,
+  continueAnswer: (message) => { if (!busy()) generate(true, { resume: message }); },
+});
+initLightbox();
 initSettings({
   getSettings: () => state.settings,
   getProps: () => state.props,
   onSave: (settings) => {
     state.settings = settings;
     saveSettings(settings);
+    applyTheme(settings.theme);
     refreshProps();
+    renderConversation();
   },
 });
 const latest = [...state.conversations].sort((a, b) => b.updated - a.updated)[0];
-if (latest) {
-  openConversation(latest);
-} else {
-  startNewConversation(false);
-}
-renderComposer();
+if (latest) openConversation(latest); else startNewConversation(false);
 refreshProps();
+const monitor = startMonitor({ chip: ui.monitor, onReachable, getRuntime: () => state.props && state.props.runtime });

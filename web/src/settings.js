@@ -43,6 +43,7 @@ function fill() {
     return option;
   }));
   select.value = settings.detail || 'auto';
+  $('set-theme').value = settings.theme || '';
 }
 
 function read() {
@@ -57,6 +58,8 @@ function read() {
   if (apiKey) settings.apiKey = apiKey;
   const detail = $('set-detail').value;
   if (detail !== 'auto') settings.detail = detail;
+  const theme = $('set-theme').value;
+  if (theme) settings.theme = theme;
   return settings;
 }
 
@@ -84,9 +87,15 @@ export function initSettings(callbacks) {
   });
   $('settings-close').addEventListener('click', () => dialog.close());
   $('settings-reset').addEventListener('click', () => {
-    const keep = hooks.getSettings().apiKey;
-    hooks.onSave(keep ? { apiKey: keep } : {});
+    const { apiKey, theme } = hooks.getSettings();
+    hooks.onSave({ ...(apiKey ? { apiKey } : {}), ...(theme ? { theme } : {}) });
     fill();
   });
   dialog.addEventListener('click', (e) => { if (e.target === dialog) dialog.close(); });
+}
+
+// Light or dark as chosen, else as the system.
+export function applyTheme(theme) {
+  if (theme === 'light' || theme === 'dark') document.documentElement.dataset.theme = theme;
+  else delete document.documentElement.dataset.theme;
 }

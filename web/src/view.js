@@ -20,17 +20,30 @@ function actionButton(label, action, index) {
   return button;
 }
 
+const seconds = (ms) => (ms >= 1000 ? `${(ms / 1000).toFixed(ms >= 10000 ? 0 : 1)} s` : `${Math.round(ms)} ms`);
+
 function formatStats(stats) {
   if (!stats) return [];
   const parts = [];
   if (stats.ttftMs !== null && stats.ttftMs !== undefined) {
     parts.push(['First token', stats.ttftMs >= 1000 ? `${(stats.ttftMs / 1000).toFixed(2)} s` : `${Math.round(stats.ttftMs)} ms`]);
   }
-  if (stats.tokensPerSecond) parts.push(['Speed', `${stats.tokensPerSecond.toFixed(1)} tok/s`]);
+  if (stats.tokensPerSecond) parts.push(['Speed', `${stats.approximate ? '≈ ' : ''}${stats.tokensPerSecond.toFixed(1)} tok/s`]);
   if (stats.promptTokens !== null && stats.promptTokens !== undefined) parts.push(['Prompt', `${stats.promptTokens} tok`]);
   if (stats.imageTokens) parts.push(['Images', `${stats.imageTokens} tok`]);
-  if (stats.completionTokens !== null && stats.completionTokens !== undefined) parts.push(['Answer', `${stats.completionTokens} tok`]);
+  if (stats.completionTokens !== null && stats.completionTokens !== undefined) parts.push(['Answer', `${stats.approximate ? '≈ ' : ''}${stats.completionTokens} tok`]);
+  if (stats.elapsedMs) parts.push(['Total', seconds(stats.elapsedMs)]);
   return parts;
+}
+
+// A thumbnail that opens the lightbox (see lightbox.js) when clicked.
+export function zoomable(image, className, extraClass = '') {
+  const button = el('button', `zoom-button ${extraClass}`.trim());
+  button.type = 'button';
+  button.dataset.zoom = image.id;
+  button.setAttribute('aria-label', `Enlarge ${image.name || 'image'}`);
+  button.append(thumbnail(image, className));
+  return button;
 }
 
 export function thumbnail(image, className) {
@@ -43,18 +56,22 @@ export function thumbnail(image, className) {
   return img;
 }
 
-function userMessage(message, index, isLast, editing) {
-  const li = el('li', 'message user');
+function userMessage(message, index, isLast, editing, dropped) {
+  const li = el('li', message.failed ? 'message user failed' : 'message user');
   li.dataset.index = String(index);
-  li.append(el('h3', 'visually-hidden', 'You said'));
+  li.append(el('h2', 'visually-hidden', 'You said'));
   const bubble = el('div', 'bubble');
   if (message.preset && message.preset !== 'ask') bubble.append(el('span', 'chip', presetLabel(message.preset)));
   if (message.images && message.images.length) {
     const row = el('div', 'message-images');
     for (const id of message.images) {
       const image = getCachedImage(id);
-      if (image) {
-        row.append(thumbnail(image, 'message-image'));
+      if (image && dropped.has(id)) {
+        const wrap = el('span', 'out-of-context');
+        wrap.append(zoomable(image, 'message-image'), el('span', 'image-badge', 'Not in context'));
+        row.append(wrap);
+      } else if (image) {
+        row.append(zoomable(image, 'message-image'));
       } else {
         row.append(el('span', 'missing-image', 'image not stored'));
       }
@@ -82,7 +99,10 @@ function userMessage(message, index, isLast, editing) {
     bubble.append(el('p', 'user-text', message.text));
   }
   li.append(bubble);
-  if (isLast && !editing) {
+  if (message.failed) {
+    li.append(el('p', 'failed-note', `Not answered: the server refused this question (${message.failed.status}: ${message.failed.message}). It is left out of the conversation.`));
+  }
+  if (isLast && !editing && !message.failed) {
     const actions = el('div', 'message-actions');
     actions.append(actionButton('Edit', 'edit', index));
     li.append(actions);
@@ -90,13 +110,103 @@ function userMessage(message, index, isLast, editing) {
   return li;
 }
 
-// The image a grounding answer's boxes belong to: the last image of the question before it.
-function groundingImage(messages, index) {
+// The images of the question a grounding answer replies to.
+function questionImages(messages, index) {
   for (let i = index - 1; i >= 0; i--) {
     const m = messages[i];
-    if (m.role === 'user' && m.images && m.images.length) return getCachedImage(m.images[m.images.length - 1]);
+    if (m.role === 'user') return (m.images || []).map(getCachedImage).filter(Boolean);
   }
-  return null;
+  return [];
+}
+
+// The image the boxes are drawn on: the one chosen, else the question's last; with several, a
+// choice and a hint (the model does not say which image its boxes belong to).
+function groundingView(messages, index, boxes) {
+  const images = questionImages(messages, index);
+  const message = messages[index];
+  if (!images.length) return null;
+  const image = images.find((i) => i.id === message.groundOn) || images[images.length - 1];
+  const wrap = el('div', 'grounding-wrap');
+  if (images.length > 1) {
+    const choice = el('div', 'ground-choice');
+    choice.setAttribute('role', 'group');
+    choice.setAttribute('aria-label', 'Image the boxes are drawn on');
+    choice.append(el('span', 'ground-hint', `The question had ${images.length} images; the model does not say which one its boxes belong to. Draw them on:`));
+    images.forEach((candidate, n) => {
+      const button = el('button', 'button small', `${n + 1}. ${candidate.name}`);
+      button.type = 'button';
+      button.dataset.action = 'ground-on';
+      button.dataset.index = String(index);
+      button.dataset.image = candidate.id;
+      button.setAttribute('aria-pressed', String(candidate === image));
+      choice.append(button);
+    });
+    wrap.append(choice);
+  }
+  wrap.append(boxesFigure(image, boxes, `${image.name} with the objects found`));
+  return wrap;
+}
+
+// While nothing is written yet: what the server is doing, with the time it has taken.
+export function waitingText(message) {
+  const seconds = message.phaseStarted ? Math.floor((Date.now() - message.phaseStarted) / 1000) : 0;
+  const time = seconds >= 1 ? ` ${seconds} s` : '';
+  switch (message.phase) {
+    case 'queued': return `Waiting for a free slot…${time}`;
+    case 'reading': return `${message.hasImages ? 'Reading image' : 'Reading the question'}…${time}`;
+    default: return 'Thinking…';
+  }
+}
+
+// OCR answers are text, not Markdown: shown as written (line breaks, columns, # lines kept),
+// with a toggle to the rendered view.
+function ocrBody(message, index, images) {
+  const body = el('div', message.side && images.length ? 'ocr side-by-side' : 'ocr');
+  const bar = el('div', 'ocr-bar');
+  const toggle = el('button', 'link-button', message.rendered ? 'Show raw text' : 'Show formatted');
+  toggle.type = 'button';
+  toggle.dataset.action = 'ocr-toggle';
+  toggle.dataset.index = String(index);
+  toggle.setAttribute('aria-pressed', String(!!message.rendered));
+  const copy = el('button', 'link-button', 'Copy text');
+  copy.type = 'button';
+  copy.dataset.action = 'copy';
+  copy.dataset.index = String(index);
+  const download = el('button', 'link-button', 'Download .txt');
+  download.type = 'button';
+  download.dataset.action = 'download-text';
+  download.dataset.index = String(index);
+  const markdown = el('button', 'link-button', 'Download .md');
+  markdown.type = 'button';
+  markdown.dataset.action = 'download-md';
+  markdown.dataset.index = String(index);
+  bar.append(el('span', 'ocr-label', 'Text read from the image'), toggle, copy, download, markdown);
+  if (images.length) {
+    const side = el('button', 'link-button', 'Beside the image');
+    side.type = 'button';
+    side.dataset.action = 'ocr-side';
+    side.dataset.index = String(index);
+    side.setAttribute('aria-pressed', String(!!message.side));
+    bar.append(side);
+  }
+  body.append(bar);
+  const content = el('div', 'ocr-content');
+  if (message.side && images.length) {
+    const figure = el('div', 'ocr-image');
+    for (const image of images) figure.append(zoomable(image, 'message-image'));
+    content.append(figure);
+  }
+  if (message.rendered) {
+    const md = el('div', 'markdown');
+    renderInto(md, message.text);
+    content.append(md);
+  } else {
+    const pre = el('pre', 'ocr-text', message.text);
+    pre.tabIndex = 0;
+    content.append(pre);
+  }
+  body.append(content);
+  return body;
 }
 
 export function fillAssistant(li, messages, index, isLast, busy) {
@@ -105,23 +215,33 @@ export function fillAssistant(li, messages, index, isLast, busy) {
   li.className = `message assistant ${message.state || 'done'}`;
   li.setAttribute('aria-busy', message.state === 'streaming' ? 'true' : 'false');
   li.dataset.chars = String(message.text.length);
-  li.append(el('h3', 'visually-hidden', 'Answer'));
+  li.append(el('h2', 'visually-hidden', 'Answer'));
   const boxes = message.text ? parseBoxes(message.text) : [];
   if (boxes.length) {
-    const image = groundingImage(messages, index);
-    if (image) li.append(boxesFigure(image.dataUrl, boxes, `${image.name} with the objects found`));
+    const view = groundingView(messages, index, boxes);
+    if (view) li.append(view);
   }
-  const body = el('div', 'markdown');
-  if (message.text) {
+  const question = messages[index - 1];
+  const preset = message.preset || (question && question.preset);
+  let body = el('div', 'markdown');
+  if (message.text && preset === 'ocr' && message.state !== 'streaming') {
+    body = ocrBody(message, index, questionImages(messages, index));
+  } else if (message.text && preset === 'ocr') {
+    body.append(el('pre', 'ocr-text', message.text));
+  } else if (message.text) {
     renderInto(body, message.text);
   } else if (message.state === 'streaming') {
-    body.append(el('p', 'waiting', 'Thinking…'));
+    body.append(el('p', 'waiting', waitingText(message)));
   }
   if (message.text && !message.text.trim()) body.append(el('p', 'blank-note', `(${message.text.length} blank characters)`));
   li.append(body);
   if (message.state === 'stopped') li.append(el('p', 'state-note', 'Stopped.'));
   if (message.state === 'error') li.append(el('p', 'state-note', 'Interrupted.'));
   if (message.finish === 'length') li.append(el('p', 'state-note', 'Reached the max tokens limit.'));
+  if (message.state === 'streaming' && message.live && message.text) {
+    const l = message.live;
+    li.append(el('p', 'live-stats', `${l.tokensPerSecond ? `${l.tokensPerSecond.toFixed(1)} tok/s · ` : ''}${seconds(l.elapsedMs)}`));
+  }
   const stats = formatStats(message.stats);
   if (stats.length) {
     const list = el('dl', 'stats');
@@ -134,23 +254,56 @@ export function fillAssistant(li, messages, index, isLast, busy) {
   }
   if (message.state !== 'streaming') {
     const actions = el('div', 'message-actions');
+    if (message.versions && message.versions.length > 1) {
+      const nav = el('span', 'versions');
+      const prev = actionButton('‹', 'version', index);
+      prev.dataset.step = '-1';
+      prev.setAttribute('aria-label', 'Previous version');
+      prev.disabled = busy || message.version === 0;
+      const next = actionButton('›', 'version', index);
+      next.dataset.step = '1';
+      next.setAttribute('aria-label', 'Next version');
+      next.disabled = busy || message.version === message.versions.length - 1;
+      nav.append(prev, el('span', 'version-count', `${message.version + 1} / ${message.versions.length}`), next);
+      actions.append(nav);
+    }
     actions.append(actionButton('Copy', 'copy', index));
+    if (isLast && !busy && (message.finish === 'length' || message.state === 'stopped') && message.text) {
+      actions.append(actionButton('Continue', 'continue', index));
+    }
     if (isLast && !busy) actions.append(actionButton('Regenerate', 'regenerate', index));
     li.append(actions);
   }
 }
 
-export function renderMessages(list, messages, { busy, editingIndex }) {
-  const items = messages.map((message, index) => {
+// Updates only the waiting line of a streaming answer (the elapsed time ticks every second).
+export function refreshWaiting(li, message) {
+  const line = li && li.querySelector('.waiting');
+  if (line) line.textContent = waitingText(message);
+}
+
+// `dropped`: image ids the model no longer sees; a divider after the last turn showing one.
+export function renderMessages(list, messages, { busy, editingIndex, dropped = new Set(), maxImages = 0 }) {
+  let lastDropped = -1;
+  messages.forEach((m, i) => { if (m.role === 'user' && (m.images || []).some((id) => dropped.has(id))) lastDropped = i; });
+  const after = lastDropped >= 0 && messages[lastDropped + 1] && messages[lastDropped + 1].role === 'assistant' ? lastDropped + 1 : lastDropped;
+  const items = [];
+  messages.forEach((message, index) => {
     const isLast = index === messages.length - 1;
     if (message.role === 'user') {
       const lastUser = isLast || (index === messages.length - 2 && messages[index + 1].role === 'assistant');
-      return userMessage(message, index, lastUser && !busy, editingIndex === index);
+      items.push(userMessage(message, index, lastUser && !busy, editingIndex === index, dropped));
+    } else {
+      const li = el('li');
+      li.dataset.index = String(index);
+      fillAssistant(li, messages, index, isLast, busy);
+      items.push(li);
     }
-    const li = el('li');
-    li.dataset.index = String(index);
-    fillAssistant(li, messages, index, isLast, busy);
-    return li;
+    if (index === after && after >= 0) {
+      const divider = el('li', 'context-divider');
+      divider.append(el('span', '', `The model no longer sees ${dropped.size} earlier ${dropped.size === 1 ? 'image' : 'images'} marked “Not in context”${maxImages ? ` (at most ${maxImages} images per request)` : ''}.`));
+      items.push(divider);
+    }
   });
   list.replaceChildren(...items);
 }
