@@ -29,6 +29,7 @@ struct BatchOptions {
   bool offline = false;
   int threads = 0;
   std::string quant;
+  std::string kv_type;  // empty: f16
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;
   std::vector<std::string> inputs;
@@ -152,6 +153,7 @@ void run_batch(const BatchOptions& o) {
   eo.model_dir = hub::resolve_model(o.model, resolve);
   eo.threads = o.threads;
   eo.quant = o.quant;
+  eo.kv_type = o.kv_type;
   eo.image_min_tokens = o.image_min_tokens;
   eo.image_max_tokens = o.image_max_tokens;
   const int concurrency = o.concurrency > 0 ? o.concurrency : static_cast<int>(eo.max_batch);
@@ -274,6 +276,8 @@ void add_batch_command(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "Threads (default: physical cores)");
   cmd->add_option("--quant", o->quant, "Weights: exact, bf16, q8 or q4 (as for qvl run)")
       ->check(CLI::IsMember({"exact", "bf16", "q8", "q4"}));
+  cmd->add_option("--kv-type", o->kv_type, "KV cache: f16 (default) or q8 (as for qvl run)")
+      ->check(CLI::IsMember({"f16", "q8"}));
   cmd->add_option("--image-min-tokens", o->image_min_tokens, "Fewest tokens per image");
   cmd->add_option("--image-max-tokens", o->image_max_tokens, "Most tokens per image");
   o->sampling.add_to(*cmd);
