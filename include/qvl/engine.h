@@ -118,13 +118,36 @@ struct ImageInput {
   int64_t max_tokens = 0;
 };
 
+// Log-probability of one token under the model's own distribution (log-softmax of the logits,
+// before penalties, temperature and filters).
+struct TokenLogprob {
+  int64_t id = 0;
+  double logprob = 0;  // -inf for a token the model rules out
+  std::string bytes;   // the token's exact bytes (may be part of a UTF-8 character)
+};
+
+// One generated token's log-probability and the most likely alternatives at its position.
+struct GeneratedTokenLogprobs {
+  TokenLogprob token;
+  std::vector<TokenLogprob> top;  // most likely first, ties by lower id
+};
+
+using LogprobsCallback = std::function<void(const GeneratedTokenLogprobs&)>;
+
 struct GenerationRequest {
   std::vector<Message> messages;
   std::vector<ImageInput> images;
   SamplingParams sampling;
   std::vector<ToolDefinition> tools;  // rendered into the prompt as the chat template does
   OutputConstraint constraint;
+  // -1: no log-probabilities (no cost). 0..kMaxTopLogprobs: each generated token's
+  // log-probability plus that many alternatives, in GenerationResult::logprobs.
+  int64_t top_logprobs = -1;
+  // Optional, with top_logprobs >= 0: called for each generated token, before its text reaches
+  // the TextCallback (for streaming).
+  LogprobsCallback on_logprobs;
 };
+constexpr int64_t kMaxTopLogprobs = 20;
 
 // Throws qvl::Error(kInvalidArgument) when request.constraint cannot be enforced: a schema that
 // is not JSON, an unsupported keyword (the message names it and where it is), a tool name that
@@ -152,6 +175,7 @@ struct GenerationResult {
   std::string text;
   FinishReason finish = FinishReason::kStop;
   GenerationStats stats;
+  std::vector<GeneratedTokenLogprobs> logprobs;  // one per completion id, if asked for
 };
 
 // Receives text as it is generated, always in whole UTF-8 characters. Return false to cancel.

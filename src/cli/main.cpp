@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "cli/batch_command.h"
 #include "cli/bench_command.h"
 #include "cli/gen_model_command.h"
 #include "cli/loadtest_command.h"
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
   qvl::cli::add_quantize_command(app);
   qvl::cli::add_quality_command(app);
   qvl::cli::add_loadtest_command(app);
+  qvl::cli::add_batch_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -11,6 +11,7 @@
 #include "cli/sampling_flags.h"
 #include "hub/model_pull.h"
 #include "qvl/engine.h"
+#include "server/logprobs_format.h"
 
 namespace qvl::cli {
 namespace {
@@ -29,6 +30,7 @@ struct RunOptions {
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;
   bool json = false;
+  int64_t logprobs = -1;  // with --json: alternatives per token (0..20); -1 = none
   bool offline = false;
   std::string json_schema_file;  // constrained decoding: answers match this JSON Schema
   bool json_object = false;      // constrained decoding: answers are a JSON object
@@ -57,6 +59,7 @@ void run(const RunOptions& o) {
   if (!o.json_schema_file.empty() && o.json_object) {
     fail(ErrorCode::kInvalidArgument, "give --json-schema or --json-object, not both");
   }
+  if (o.logprobs >= 0 && !o.json) fail(ErrorCode::kInvalidArgument, "--logprobs needs --json");
   EngineOptions eo;
   hub::ResolveOptions resolve;
   resolve.offline = o.offline;
@@ -80,6 +83,7 @@ void run(const RunOptions& o) {
   } else if (o.json_object) {
     req.constraint.kind = OutputConstraint::Kind::kJsonObject;
   }
+  req.top_logprobs = o.logprobs;
 
   TextCallback stream;
   if (!o.json) {
@@ -112,6 +116,7 @@ void run(const RunOptions& o) {
   j["timings"] = {{"image_ms", r.stats.image_ms},   {"prompt_ms", r.stats.prompt_ms},
                   {"decode_ms", r.stats.decode_ms}, {"ttft_ms", r.stats.ttft_ms},
                   {"total_ms", r.stats.total_ms},   {"constraint_ms", r.stats.constraint_ms}};
+  if (o.logprobs >= 0) j["logprobs"] = server::logprobs_json(r.logprobs)["content"];
   // Invalid UTF-8 cannot occur (the detokenizer emits whole characters), but never throw here.
   std::puts(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
 }
@@ -160,6 +165,10 @@ void add_run_command(CLI::App& app) {
                   "(subset: see README)");
   cmd->add_flag("--json-object", opts->json_object,
                 "Constrained decoding: the answer is a JSON object");
+  cmd->add_option("--logprobs", opts->logprobs,
+                  "With --json: each generated token's log-probability (the model's distribution, "
+                  "before temperature and penalties) and N most likely alternatives")
+      ->check(CLI::Range(0, 20));
   opts->sampling.add_to(*cmd);
   cmd->callback([opts] { run(*opts); });
 }

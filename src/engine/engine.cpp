@@ -229,6 +229,10 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
                                       const std::atomic<bool>* cancel) {
   const SamplingParams& sp = request.sampling;
   validate_sampling(sp);
+  if (request.top_logprobs < -1 || request.top_logprobs > kMaxTopLogprobs) {
+    fail(ErrorCode::kInvalidArgument,
+         "top_logprobs must be between 0 and " + std::to_string(kMaxTopLogprobs) + " (-1: off)");
+  }
   if (sp.max_tokens <= 0) fail(ErrorCode::kInvalidArgument, "max_tokens must be at least 1");
   if (request.messages.empty()) fail(ErrorCode::kInvalidArgument, "messages must not be empty");
   const ModelConfig& cfg = model_->config;
@@ -285,6 +289,8 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
     seq.keys[i] = image_pad_key(images.identities[image], row++);
   }
   seq.on_text = on_text;
+  seq.top_logprobs = request.top_logprobs;
+  seq.on_logprobs = request.on_logprobs;
   seq.cancel = cancel;
   scheduler_.run(seq);
   return std::move(seq.result);

@@ -273,6 +273,7 @@ void Scheduler::advance(Sequence& s, float* logits) {
       finish(s, FinishReason::kStop);
       return;
     }
+    if (s.top_logprobs >= 0) s.record_logprobs(logits, config_.text.vocab_size, token);
     r.completion_ids.push_back(token);
     if (s.constraint) s.constraint->accept(token);
     const StopMatcher::Result m = s.stops.feed(s.detok.push(static_cast<int32_t>(token)));

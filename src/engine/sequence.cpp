@@ -1,6 +1,21 @@
 #include "engine/sequence.h"
 
+#include "engine/token_logprobs.h"
+
 namespace qvl {
+
+void Sequence::record_logprobs(const float* logits, int64_t vocab, int64_t token) {
+  const StepLogprobs step = step_logprobs(logits, vocab, token, top_logprobs);
+  const auto with_bytes = [this](const TokenLogprobValue& v) {
+    return TokenLogprob{v.id, v.logprob,
+                        std::string(tokenizer.token_bytes(static_cast<int32_t>(v.id)))};
+  };
+  GeneratedTokenLogprobs entry;
+  entry.token = with_bytes(step.chosen);
+  for (const TokenLogprobValue& v : step.top) entry.top.push_back(with_bytes(v));
+  result.logprobs.push_back(std::move(entry));
+  if (on_logprobs) on_logprobs(result.logprobs.back());
+}
 
 uint64_t image_pad_key(uint64_t image_identity, int64_t row) {
   // The top bit keeps pad keys apart from token ids (below 2^32).

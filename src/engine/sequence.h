@@ -23,7 +23,10 @@ namespace qvl {
 
 struct Sequence {
   Sequence(const Tokenizer& tokenizer, const SamplingParams& sampling)
-      : sampler(sampling), stops(sampling.stop), detok(tokenizer, /*skip_special_tokens=*/true) {}
+      : sampler(sampling),
+        stops(sampling.stop),
+        detok(tokenizer, /*skip_special_tokens=*/true),
+        tokenizer(tokenizer) {}
 
   // Input, prepared by the caller.
   std::vector<uint64_t> keys;  // per prompt position: the token id, or an image pad's identity
@@ -31,6 +34,8 @@ struct Sequence {
   PromptEmbeddings prompt;  // x [n, hidden] and DeepStack features at image rows
   int64_t max_new = 0;
   TextCallback on_text;
+  int64_t top_logprobs = -1;  // -1: none; else GenerationResult::logprobs with that many top
+  LogprobsCallback on_logprobs;
   const std::atomic<bool>* cancel = nullptr;
   Timer started;  // the generate() call
 
@@ -50,6 +55,11 @@ struct Sequence {
   StopMatcher stops;
   IncrementalDecoder detok;
   GenerationResult result;
+  const Tokenizer& tokenizer;
+
+  // Appends the log-probabilities of `token` (and the top alternatives) at this step to the
+  // result and hands them to on_logprobs; `logits` are the model's raw ones.
+  void record_logprobs(const float* logits, int64_t vocab, int64_t token);
 
   int64_t prompt_length() const { return positions.n; }
   bool prefilling() const { return prompt_done < prompt_length(); }

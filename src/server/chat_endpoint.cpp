@@ -3,6 +3,7 @@
 #include "base/log.h"
 #include "server/api_error.h"
 #include "server/generation_job.h"
+#include "server/logprobs_format.h"
 #include "server/openai_format.h"
 #include "server/server.h"
 #include "server/tool_calls.h"
@@ -18,6 +19,7 @@ struct Server::ChatContext {
   CompletionIdentity identity;
   bool include_usage = false;
   bool parse_tool_calls = false;
+  bool logprobs = false;
   double timeout_seconds = 0;
   // Destroyed bottom-up: the watch ends before the job it points into, the slot frees last.
   Admission::Slot slot;
@@ -106,6 +108,7 @@ void Server::handle_chat(const HttpRequest& req, HttpResponse& res) {
   context->identity = new_completion_identity(model_id());
   context->include_usage = chat.include_usage;
   context->parse_tool_calls = chat.parse_tool_calls;
+  context->logprobs = chat.generation.top_logprobs >= 0;
   context->timeout_seconds = options_.request_timeout_seconds;
 
   const auto outcome = admission_.enter(context->slot, [&] {
@@ -147,9 +150,10 @@ void Server::finish_chat(const std::shared_ptr<ChatContext>& context, HttpRespon
   }
   record_chat_end(*context, 200);
   res.status = 200;
-  res.set_content(completion_json(context->identity, job.result(), context->parse_tool_calls)
-                      .dump(-1, ' ', false, json::error_handler_t::replace),
-                  "application/json");
+  res.set_content(
+      completion_json(context->identity, job.result(), context->parse_tool_calls, context->logprobs)
+          .dump(-1, ' ', false, json::error_handler_t::replace),
+      "application/json");
 }
 
 void Server::stream_chat(const std::shared_ptr<ChatContext>& context, HttpResponse& res) {
@@ -182,7 +186,20 @@ void Server::stream_chat(const std::shared_ptr<ChatContext>& context, HttpRespon
     };
     while (connected) {
       GenerationJob::Progress progress = job.wait(std::chrono::milliseconds(200));
-      if (!progress.text.empty()) connected = send_text(progress.text, false);
+      if (!progress.text.empty() || !progress.logprobs.empty()) {
+        if (context->logprobs && !context->parse_tool_calls) {
+          const json logprobs = logprobs_json(progress.logprobs);
+          connected = send(
+              sse_event(chunk_json(id, {{"content", progress.text}}, nullptr, usage, logprobs)));
+        } else {
+          // Tool-call parsing holds text back: log-probabilities then go in chunks of their own.
+          connected = send_text(progress.text, false);
+          if (connected && context->logprobs && !progress.logprobs.empty()) {
+            connected = send(sse_event(
+                chunk_json(id, json::object(), nullptr, usage, logprobs_json(progress.logprobs))));
+          }
+        }
+      }
       if (progress.finished) break;
     }
     if (connected) connected = send_text("", true);

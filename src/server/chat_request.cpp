@@ -251,6 +251,8 @@ class MessageParser {
       }
       if (text.size() > 4096) fail_request(url_param, "image URL is longer than 4096 bytes");
       out_.remote_images.push_back(RemoteImage{index, text, url_param});
+    } else if (limits_.allow_file_urls && text.rfind("file://", 0) == 0) {
+      out_.remote_images.push_back(RemoteImage{index, text, url_param});
     } else {
       fail_request(url_param,
                    "image URL must be a data URI (data:image/png;base64,...) or http(s) URL",
@@ -308,6 +310,87 @@ bool nesting_exceeds(std::string_view text, int limit) {
   return false;
 }
 
+// Every top-level field of OpenAI's chat completion request that qvl knows. Implemented ones are
+// parsed below; ignored ones change nothing here (the reason says why that is right); refused ones
+// get a 400 naming the field until qvl implements them, so a client never silently gets less than
+// it asked for. Fields that are not OpenAI's are ignored (clients send vendor extensions).
+enum class Support { kImplemented, kIgnored, kRefused };
+struct KnownField {
+  const char* name;
+  Support support;
+  const char* reason;  // why ignored or refused
+};
+constexpr KnownField kKnownFields[] = {
+    {"model", Support::kImplemented, ""},
+    {"messages", Support::kImplemented, ""},
+    {"stream", Support::kImplemented, ""},
+    {"stream_options", Support::kImplemented, ""},
+    {"n", Support::kImplemented, "only n=1"},
+    {"max_tokens", Support::kImplemented, ""},
+    {"max_completion_tokens", Support::kImplemented, ""},
+    {"temperature", Support::kImplemented, ""},
+    {"top_p", Support::kImplemented, ""},
+    {"top_k", Support::kImplemented, "qvl's addition, as in vLLM"},
+    {"min_p", Support::kImplemented, "qvl's addition, as in vLLM"},
+    {"repetition_penalty", Support::kImplemented, "qvl's addition, as in vLLM"},
+    {"presence_penalty", Support::kImplemented, ""},
+    {"frequency_penalty", Support::kImplemented, ""},
+    {"seed", Support::kImplemented, ""},
+    {"stop", Support::kImplemented, ""},
+    {"logprobs", Support::kImplemented, ""},
+    {"top_logprobs", Support::kImplemented, ""},
+    {"user", Support::kIgnored, "an end-user id for the provider's abuse monitoring"},
+    {"safety_identifier", Support::kIgnored, "an end-user id for abuse monitoring"},
+    {"store", Support::kIgnored, "qvl stores no completions"},
+    {"metadata", Support::kIgnored, "tags for stored completions; qvl stores none"},
+    {"service_tier", Support::kIgnored, "qvl has one tier"},
+    {"prompt_cache_key", Support::kIgnored, "qvl reuses cached prompt prefixes automatically"},
+    {"tools", Support::kImplemented, ""},
+    {"tool_choice", Support::kImplemented, ""},
+    {"parallel_tool_calls", Support::kImplemented, ""},
+    {"functions", Support::kRefused, "the deprecated functions API; send 'tools'"},
+    {"function_call", Support::kRefused, "the deprecated functions API; send 'tool_choice'"},
+    {"response_format", Support::kImplemented, "json_object and json_schema (see README)"},
+    {"logit_bias", Support::kRefused, "logit biases are not implemented"},
+    {"audio", Support::kRefused, "the model produces text only"},
+    {"modalities", Support::kRefused, "the model produces text only"},
+    {"prediction", Support::kRefused, "predicted outputs are not implemented"},
+    {"web_search_options", Support::kRefused, "qvl does not search the web"},
+    {"reasoning_effort", Support::kRefused, "the model has no reasoning mode"},
+    {"verbosity", Support::kRefused, "answer length is set by the prompt and max_tokens"},
+};
+
+// Values of refused fields that ask for nothing beyond the default, so clients that always send
+// them keep working: an empty logit_bias, modalities ["text"].
+bool asks_for_default(const std::string& name, const json& value) {
+  if (name == "logit_bias") return value.is_object() && value.empty();
+  if (name == "modalities") return value == json::array({"text"});
+  return false;
+}
+
+void refuse_unimplemented_fields(const json& request) {
+  for (const KnownField& known : kKnownFields) {
+    if (known.support != Support::kRefused) continue;
+    const json* value = field(request, known.name);
+    if (!value || asks_for_default(known.name, *value)) continue;
+    fail_request(known.name,
+                 "'" + std::string(known.name) + "' is not supported by qvl: " + known.reason,
+                 "unsupported_parameter");
+  }
+}
+
+// logprobs (bool) and top_logprobs (0..20, needs logprobs): -1 when not asked for.
+int64_t read_logprobs(const json& request) {
+  bool logprobs = false;
+  read_bool(request, "logprobs", logprobs);
+  int64_t top = 0;
+  const bool has_top = read_integer(request, "top_logprobs", 0, kMaxTopLogprobs, top);
+  if (has_top && !logprobs) {
+    fail_request("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+  }
+  return logprobs ? top : -1;
+}
+
 }  // namespace
 
 json parse_json_object(std::string_view body, int max_depth) {
@@ -333,6 +416,7 @@ json parse_json_object(std::string_view body, int max_depth) {
 ChatRequest parse_chat_request(std::string_view body, const ModelInfo& model,
                                const RequestLimits& limits) {
   const json request = parse_json_object(body, limits.max_json_depth);
+  refuse_unimplemented_fields(request);
   ChatRequest out;
 
   const json* model_name = field(request, "model");
@@ -391,6 +475,7 @@ ChatRequest parse_chat_request(std::string_view body, const ModelInfo& model,
   sampling.stop = read_stop(request, limits);
   sampling.ignore_eos = false;
   parse_structured_output(body, request, out);
+  out.generation.top_logprobs = read_logprobs(request);
   return out;
 }
 

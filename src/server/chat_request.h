@@ -1,6 +1,9 @@
 // POST /v1/chat/completions body -> qvl::GenerationRequest, as a pure function so it can be unit
 // tested and fuzzed. Every problem throws ApiError (400) naming the field and what to change.
-// Unknown fields are ignored, as OpenAI clients send many optional ones; JSON null means absent.
+// OpenAI fields qvl does not implement (tools, response_format, logit_bias, ...) are refused with
+// a 400 naming the field; fields OpenAI does not define are ignored (clients send vendor
+// extensions). The table of known fields is in chat_request.cpp. JSON null means absent.
+// logprobs / top_logprobs (0..20) set GenerationRequest::top_logprobs (-1 when not asked for).
 //
 // image_url.detail maps to per-image token budgets (one image token = 32x32 pixels):
 //   "low"  -> at most RequestLimits::low_detail_max_tokens (default 256, ~512x512 px)
@@ -31,12 +34,15 @@ struct RequestLimits {
   size_t max_stop_bytes = 256;
   int max_json_depth = 64;
   bool allow_remote_images = false;
+  // file:// image URLs, listed in ChatRequest::remote_images for the caller to read (`qvl batch`
+  // reads local files; the server never sets this).
+  bool allow_file_urls = false;
 };
 
 struct RemoteImage {
   int image_index = 0;  // into GenerationRequest::images; bytes are filled in by the fetcher
-  std::string url;
-  std::string param;  // e.g. "messages[0].content[1].image_url.url", for error messages
+  std::string url;      // http(s)://, or file:// with RequestLimits::allow_file_urls
+  std::string param;    // e.g. "messages[0].content[1].image_url.url", for error messages
 };
 
 struct ChatRequest {

@@ -27,6 +27,12 @@ void GenerationJob::run(Engine& engine, GenerationRequest request) {
     changed_.notify_all();
     return !cancel_.cancel.load();
   };
+  if (request.top_logprobs >= 0) {
+    request.on_logprobs = [this](const GeneratedTokenLogprobs& token) {
+      std::lock_guard lock(mutex_);
+      pending_logprobs_.push_back(token);  // sent with the text it produced, or after it
+    };
+  }
   GenerationResult result;
   std::exception_ptr error;
   try {
@@ -51,8 +57,10 @@ GenerationJob::Progress GenerationJob::wait(std::chrono::milliseconds timeout) {
   Progress progress;
   progress.text = std::move(pending_);
   pending_.clear();
+  progress.logprobs = std::move(pending_logprobs_);
+  pending_logprobs_.clear();
   // With text still to send, the end is reported by the next call.
-  progress.finished = finished_ && progress.text.empty();
+  progress.finished = finished_ && progress.text.empty() && progress.logprobs.empty();
   return progress;
 }
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "qvl/engine.h"
 #include "server/connection_watch.h"
@@ -28,7 +29,9 @@ class GenerationJob {
   CancelState& cancel_state() { return cancel_; }
 
   struct Progress {
-    std::string text;       // new text since the last call (whole UTF-8 characters)
+    std::string text;  // new text since the last call (whole UTF-8 characters)
+    // Log-probabilities of the tokens generated since the last call (if the request asked).
+    std::vector<GeneratedTokenLogprobs> logprobs;
     bool finished = false;  // the engine returned or threw
   };
   // Waits up to `timeout` for new text or the end, and takes the new text.
@@ -51,6 +54,7 @@ class GenerationJob {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::string pending_;
+  std::vector<GeneratedTokenLogprobs> pending_logprobs_;
   bool has_text_ = false;
   bool finished_ = false;
   GenerationResult result_;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <random>
 
+#include "server/logprobs_format.h"
 #include "server/tool_calls.h"
 
 namespace qvl::server {
@@ -58,7 +59,7 @@ json timings_json(const GenerationStats& stats) {
 }
 
 json completion_json(const CompletionIdentity& identity, const GenerationResult& result,
-                     bool parse_tool_calls) {
+                     bool parse_tool_calls, bool with_logprobs) {
   json message = {{"role", "assistant"}, {"content", result.text}, {"refusal", nullptr}};
   const char* finish = finish_reason_name(result.finish);
   if (parse_tool_calls) {
@@ -69,8 +70,10 @@ json completion_json(const CompletionIdentity& identity, const GenerationResult&
       if (result.finish == FinishReason::kStop) finish = "tool_calls";
     }
   }
-  json choice = {
-      {"index", 0}, {"message", message}, {"logprobs", nullptr}, {"finish_reason", finish}};
+  json choice = {{"index", 0},
+                 {"message", message},
+                 {"logprobs", with_logprobs ? logprobs_json(result.logprobs) : json(nullptr)},
+                 {"finish_reason", finish}};
   return {{"id", identity.id},
           {"object", "chat.completion"},
           {"created", identity.created},
@@ -82,10 +85,10 @@ json completion_json(const CompletionIdentity& identity, const GenerationResult&
 }
 
 json chunk_json(const CompletionIdentity& identity, const json& delta, const char* finish_reason,
-                bool with_usage_field) {
+                bool with_usage_field, const json& logprobs) {
   json choice = {{"index", 0},
                  {"delta", delta},
-                 {"logprobs", nullptr},
+                 {"logprobs", logprobs},
                  {"finish_reason", finish_reason ? json(finish_reason) : json(nullptr)}};
   json chunk = {{"id", identity.id},
                 {"object", "chat.completion.chunk"},

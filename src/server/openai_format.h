@@ -26,14 +26,17 @@ nlohmann::json usage_json(const GenerationStats& stats);
 nlohmann::json timings_json(const GenerationStats& stats);
 
 // With parse_tool_calls, <tool_call> blocks of the answer become message.tool_calls (content null
-// when nothing else was said) and a stop becomes finish_reason "tool_calls".
+// when nothing else was said) and a stop becomes finish_reason "tool_calls". With with_logprobs:
+// choices[0].logprobs from result.logprobs (else null).
 nlohmann::json completion_json(const CompletionIdentity& identity, const GenerationResult& result,
-                               bool parse_tool_calls = false);
+                               bool parse_tool_calls = false, bool with_logprobs = false);
 
 // One chat.completion.chunk. `with_usage_field` adds "usage": null, as OpenAI does on every
 // chunk when stream_options.include_usage is set.
+// `logprobs`: the choice's logprobs object (see logprobs_format.h), null when not asked for.
 nlohmann::json chunk_json(const CompletionIdentity& identity, const nlohmann::json& delta,
-                          const char* finish_reason, bool with_usage_field);
+                          const char* finish_reason, bool with_usage_field,
+                          const nlohmann::json& logprobs = nullptr);
 // The last chunk of a stream that asked for usage: empty choices, usage and timings.
 nlohmann::json usage_chunk_json(const CompletionIdentity& identity, const GenerationStats& stats);
 

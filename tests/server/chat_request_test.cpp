@@ -235,3 +235,50 @@ TEST(ChatRequest, NullMeansAbsent) {
 
 }  // namespace
 }  // namespace qvl::server
+
+namespace qvl::server {
+namespace {
+
+TEST(ChatRequest, LogprobsFields) {
+  const std::string base = R"({"model":"m","messages":[{"role":"user","content":"x"}])";
+  EXPECT_EQ(parse(base + "}").generation.top_logprobs, -1);
+  EXPECT_EQ(parse(base + R"(,"logprobs":false})").generation.top_logprobs, -1);
+  EXPECT_EQ(parse(base + R"(,"logprobs":true})").generation.top_logprobs, 0);
+  EXPECT_EQ(parse(base + R"(,"logprobs":true,"top_logprobs":20})").generation.top_logprobs, 20);
+  EXPECT_EQ(parse(base + R"(,"logprobs":true,"top_logprobs":null})").generation.top_logprobs, 0);
+  for (const char* bad :
+       {R"(,"logprobs":true,"top_logprobs":21})", R"(,"logprobs":true,"top_logprobs":-1})",
+        R"(,"logprobs":true,"top_logprobs":2.5})", R"(,"top_logprobs":3})",
+        R"(,"logprobs":false,"top_logprobs":3})", R"(,"logprobs":1})"}) {
+    const ApiError e = error_of(base + bad);
+    EXPECT_EQ(e.status(), 400) << bad;
+    EXPECT_TRUE(e.param() == "logprobs" || e.param() == "top_logprobs") << bad << ": " << e.param();
+  }
+}
+
+TEST(ChatRequest, UnimplementedOpenAiFieldsAreRefusedByName) {
+  const std::string base = R"({"model":"m","messages":[{"role":"user","content":"x"}],)";
+  for (const char* field :
+       {R"("functions":[])", R"("function_call":"auto")", R"("logit_bias":{"50256":-100})",
+        R"("audio":{"voice":"alloy","format":"wav"})", R"("modalities":["text","audio"])",
+        R"("prediction":{"type":"content","content":"x"})", R"("web_search_options":{})",
+        R"("reasoning_effort":"low")", R"("verbosity":"low")"}) {
+    const std::string name = std::string(field).substr(1, std::string(field).find('"', 1) - 1);
+    const ApiError e = error_of(base + field + "}");
+    EXPECT_EQ(e.status(), 400) << field;
+    EXPECT_EQ(e.param(), name);
+    EXPECT_EQ(e.code(), "unsupported_parameter");
+    EXPECT_NE(e.message().find("not supported"), std::string::npos) << e.message();
+  }
+  // Defaults that ask for nothing more, ignored fields, null and non-OpenAI fields are accepted.
+  // tools and response_format are implemented (tests/server/structured_output.test.mjs).
+  for (const char* ok :
+       {R"("logit_bias":{})", R"("modalities":["text"])", R"("tools":null)",
+        R"("response_format":{"type":"json_object"})", R"("user":"u1")", R"("store":false)",
+        R"("metadata":{"a":"b"})", R"("service_tier":"auto")", R"("cache_prompt":true)"}) {
+    EXPECT_NO_THROW(parse(base + ok + "}")) << ok;
+  }
+}
+
+}  // namespace
+}  // namespace qvl::server

@@ -1,0 +1,118 @@
+#include "cli/batch_inputs.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <unordered_map>
+
+#include "base/error.h"
+
+namespace qvl::cli {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr const char* kOcrPrompt =
+    "Read all the text in the image and write it out exactly as it appears, verbatim: keep the "
+    "original spelling, punctuation, capitalisation, numbers, line breaks and reading order. Do "
+    "not translate, correct, summarise or explain anything, and do not add text that is not in "
+    "the image. Output only the extracted text.";
+
+bool has_image_extension(const fs::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".webp" || ext == ".gif" ||
+         ext == ".bmp";
+}
+
+BatchItem image_item(const std::string& path, const json& body) {
+  BatchItem item;
+  item.id = path;
+  item.file = path;
+  item.body = body;
+  const std::string url = "file://" + fs::absolute(path).lexically_normal().string();
+  json& content = item.body["messages"].back()["content"];
+  content.insert(content.begin(), json{{"type", "image_url"}, {"image_url", {{"url", url}}}});
+  return item;
+}
+
+}  // namespace
+
+std::string preset_prompt(const std::string& preset) {
+  if (preset == "ocr") return kOcrPrompt;
+  if (preset == "describe") return "Describe this image in detail.";
+  fail(ErrorCode::kInvalidArgument, "unknown preset '" + preset + "'; use ocr or describe");
+}
+
+BatchInputs image_inputs(const std::vector<std::string>& paths, const json& body) {
+  BatchInputs out;
+  std::set<std::string> seen;
+  const auto add = [&](const std::string& path) {
+    if (seen.insert(path).second) out.items.push_back(image_item(path, body));
+  };
+  for (const std::string& path : paths) {
+    std::error_code error;
+    if (!fs::is_directory(path, error)) {
+      add(path);  // a missing or unreadable file fails its own line
+      continue;
+    }
+    std::vector<std::string> files;
+    for (const fs::directory_entry& entry : fs::directory_iterator(path, error)) {
+      if (!entry.is_regular_file(error)) continue;
+      if (has_image_extension(entry.path())) {
+        files.push_back(entry.path().string());
+      } else {
+        ++out.ignored_files;
+      }
+    }
+    if (error) fail(ErrorCode::kIo, "cannot list folder '" + path + "': " + error.message());
+    std::sort(files.begin(), files.end());
+    for (const std::string& file : files) add(file);
+  }
+  return out;
+}
+
+BatchInputs request_inputs(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail(ErrorCode::kNotFound, "cannot read requests file '" + path + "'");
+  BatchInputs out;
+  out.base_dir = fs::absolute(path).parent_path().string();
+  std::unordered_map<std::string, int64_t> line_of_id;
+  std::string line;
+  for (int64_t number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    BatchItem item;
+    item.id = "line-" + std::to_string(number);
+    json value = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!value.is_object()) {
+      item.error = "line " + std::to_string(number) + " is not a JSON object";
+    } else {
+      for (const char* key : {"custom_id", "id"}) {
+        if (value.contains(key) && value[key].is_string()) {
+          item.id = value[key].get<std::string>();
+          break;
+        }
+      }
+      if (value.contains("body") && value["body"].is_object()) {
+        item.body = std::move(value["body"]);  // OpenAI Batch API line
+      } else {
+        value.erase("custom_id");
+        value.erase("id");
+        item.body = std::move(value);
+      }
+    }
+    const auto [it, fresh] = line_of_id.emplace(item.id, number);
+    if (!fresh) {
+      fail(ErrorCode::kInvalidArgument, "requests file '" + path + "': id '" + item.id +
+                                            "' is on lines " + std::to_string(it->second) +
+                                            " and " + std::to_string(number));
+    }
+    out.items.push_back(std::move(item));
+  }
+  return out;
+}
+
+}  // namespace qvl::cli

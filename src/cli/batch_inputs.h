@@ -1,0 +1,41 @@
+// The inputs of `qvl batch`: image files and folders, each becoming one OpenAI chat request body
+// (the image as a file:// URL, then the prompt), or a JSONL file of request bodies. Every input
+// has an id that names its output line (the image path, or the line's id / custom_id).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace qvl::cli {
+
+struct BatchItem {
+  std::string id;
+  std::string file;     // image mode: the image path as given
+  nlohmann::json body;  // an OpenAI chat completion request body
+  // Set when the input itself is unusable (a requests line that is not JSON): fails its line.
+  std::string error;
+};
+
+struct BatchInputs {
+  std::vector<BatchItem> items;
+  int64_t ignored_files = 0;  // files in folders without an image extension
+  std::string base_dir;       // relative file:// URLs are resolved against it
+};
+
+// The prompt of a preset: "ocr" (read all text verbatim) or "describe", as on the web page.
+std::string preset_prompt(const std::string& preset);
+
+// One item per image: files as given (whatever their extension), and the files of folders with
+// an image extension (.jpg .jpeg .png .webp .gif .bmp), sorted by name, non-recursive. `body` is
+// the template every image's request starts from: its last message's content gets the image
+// prepended. A path given twice counts once.
+BatchInputs image_inputs(const std::vector<std::string>& paths, const nlohmann::json& body);
+
+// One item per non-empty line of a JSONL file: an OpenAI Batch API line ({"custom_id", "body":
+// {...}}) or a bare request body with "id" or "custom_id" (removed from the body). Lines without
+// an id are named "line-N". Throws qvl::Error for an unreadable file or a repeated id.
+BatchInputs request_inputs(const std::string& path);
+
+}  // namespace qvl::cli
