@@ -83,8 +83,8 @@ test('bad logprobs values and unimplemented fields are 400s naming the field', a
     [{ logprobs: false, top_logprobs: 2 }, 'top_logprobs'],
     [{ logprobs: 'yes' }, 'logprobs'],
     [{ logit_bias: { 15: 10 } }, 'logit_bias'],
-    [{ tools: [{ type: 'function', function: { name: 'f', parameters: {} } }] }, 'tools'],
-    [{ response_format: { type: 'json_object' } }, 'response_format'],
+    [{ functions: [{ name: 'f', parameters: {} }] }, 'functions'],
+    [{ audio: { voice: 'alloy', format: 'wav' } }, 'audio'],
     [{ n: 2 }, 'n'],
   ];
   for (const [extra, param] of cases) {
