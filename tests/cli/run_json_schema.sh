@@ -16,6 +16,10 @@ for seed in 1 2; do
 done
 "$QVL" --log-level warn run -m "$MODEL" --json-object --temperature 1 --seed 3 --max-tokens 40 \
   --json "JSON" > "$OUT/object.json"
+# The README's receipt example schema, with an image.
+"$QVL" --log-level warn run -m "$MODEL" --json-schema examples/receipt.schema.json --temperature 1 \
+  --seed 4 --max-tokens 400 --json --image "$MODEL/images/a_ii_shapes_200x120.png" \
+  "Extract this receipt." > "$OUT/receipt.json"
 node --input-type=module -e '
 import fs from "node:fs";
 import Ajv from "ajv";
@@ -24,13 +28,16 @@ const [dir] = process.argv.slice(1);
 const ajv = new Ajv({ strict: false });
 addFormats(ajv);
 const validate = ajv.compile(JSON.parse(fs.readFileSync(dir + "/schema.json")));
-for (const name of ["out1.json", "out2.json", "object.json"]) {
+const receipt = ajv.compile(JSON.parse(fs.readFileSync("examples/receipt.schema.json")));
+for (const name of ["out1.json", "out2.json", "object.json", "receipt.json"]) {
   const r = JSON.parse(fs.readFileSync(dir + "/" + name, "utf8").trim().split("\n").pop());
   if (r.finish_reason !== "stop") throw new Error(name + ": finish_reason " + r.finish_reason);
   if (!(r.timings.constraint_ms >= 0)) throw new Error(name + ": no timings.constraint_ms");
   const value = JSON.parse(r.text);
   if (name === "object.json") {
     if (typeof value !== "object" || Array.isArray(value) || value === null) throw new Error("not an object: " + r.text);
+  } else if (name === "receipt.json") {
+    if (!receipt(value)) throw new Error("receipt: " + r.text + " " + JSON.stringify(receipt.errors));
   } else if (!validate(value)) {
     throw new Error(name + ": " + r.text + " " + JSON.stringify(validate.errors));
   }
