@@ -140,8 +140,15 @@ MHD_Result HttpServer::Impl::begin(MHD_Connection* mhd, const char* url, const c
   const GateVerdict verdict = check_request_head(request, options.limits);
   if (verdict.status != 0) {
     exchange->close_after = true;
-    return refuse_now(*exchange,
-                      error_response(app, verdict.status, verdict.message, verdict.code));
+    HttpResponse refusal = error_response(app, verdict.status, verdict.message, verdict.code);
+    // A body too large or in an unaccepted coding is still framed unambiguously: it is read and
+    // dropped for a moment (lingering) so a client still sending it reads the answer instead of
+    // a reset (EPIPE). Ambiguous framing is never read: that connection closes at once.
+    if (verdict.status == 413 || verdict.status == 415 || verdict.status == 417) {
+      exchange->expects_continue = request.has_header("Expect");
+      return refuse_lingering(*exchange, refusal);
+    }
+    return refuse_now(*exchange, std::move(refusal));
   }
   const bool has_body = verdict.chunked || verdict.content_length.value_or(0) > 0;
   // A refusal before the body is read leaves it unread: the connection cannot be reused.

@@ -97,7 +97,12 @@ test(`${cases.length} bad requests each get a 4xx and the server keeps serving`,
   assert.ok(cases.length >= 40);
   const report = [];
   for (const [name, body, status, param] of cases) {
-    const res = await postJson(server, '/v1/chat/completions', body);
+    let res;
+    try {
+      res = await postJson(server, '/v1/chat/completions', body);
+    } catch (e) {
+      throw new Error(`${name}: ${e.message} (${e.cause?.code ?? e.cause})`);
+    }
     report.push(`${res.status} ${name}: ${res.json?.error?.message?.slice(0, 100)}`);
     assert.equal(res.status, status, `${name}: ${res.text.slice(0, 300)}`);
     assert.ok(res.json && res.json.error, `${name}: no error object: ${res.text.slice(0, 200)}`);
