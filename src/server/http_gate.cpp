@@ -74,7 +74,7 @@ GateVerdict check_request_head(const HttpRequest& head, const HttpLimits& limits
       return refuse(400, "malformed header line (a header name must be a token, no spaces)",
                     "bad_http_request");
     }
-    if (header_name_equals(name, "Content-Length")) {
+    if (ascii_iequals(name, "Content-Length")) {
       const auto length = parse_length(value);
       if (!length || (has_content_length && content_length != length)) {
         return refuse(400,
@@ -84,7 +84,7 @@ GateVerdict check_request_head(const HttpRequest& head, const HttpLimits& limits
       }
       has_content_length = true;
       content_length = length;
-    } else if (header_name_equals(name, "Transfer-Encoding")) {
+    } else if (ascii_iequals(name, "Transfer-Encoding")) {
       if (has_transfer_encoding) transfer_encoding += ",";
       transfer_encoding += lower_trimmed(value);
       has_transfer_encoding = true;

@@ -190,8 +190,8 @@ MHD_Result HttpServer::Impl::refuse_lingering(Exchange& exchange, const HttpResp
   if (exchange.expects_continue) return refuse_now(exchange, response);
   std::string headers;
   for (const auto& [name, value] : response.headers) {
-    if (header_name_equals(name, "Content-Type") || header_name_equals(name, "Content-Length") ||
-        header_name_equals(name, "Connection")) {
+    if (ascii_iequals(name, "Content-Type") || ascii_iequals(name, "Content-Length") ||
+        ascii_iequals(name, "Connection")) {
       continue;
     }
     headers += name + ": " + value + "\r\n";

@@ -4,7 +4,7 @@
 
 namespace qvl::server {
 
-bool header_name_equals(std::string_view a, std::string_view b) {
+bool ascii_iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::tolower(static_cast<unsigned char>(a[i])) !=
@@ -18,7 +18,7 @@ bool header_name_equals(std::string_view a, std::string_view b) {
 namespace {
 const std::string* find_header(const HttpHeaders& headers, std::string_view name) {
   for (const auto& [key, value] : headers) {
-    if (header_name_equals(key, name)) return &value;
+    if (ascii_iequals(key, name)) return &value;
   }
   return nullptr;
 }
@@ -35,7 +35,7 @@ bool HttpRequest::has_header(std::string_view name) const {
 
 void HttpResponse::set_header(std::string name, std::string value) {
   for (auto& [key, old] : headers) {
-    if (header_name_equals(key, name)) {
+    if (ascii_iequals(key, name)) {
       old = std::move(value);
       return;
     }

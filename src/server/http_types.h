@@ -12,8 +12,8 @@ namespace qvl::server {
 
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
-// Case-insensitive ASCII comparison of header names.
-bool header_name_equals(std::string_view a, std::string_view b);
+// Case-insensitive ASCII comparison (header names, content codings).
+bool ascii_iequals(std::string_view a, std::string_view b);
 
 struct HttpRequest {
   std::string method;   // "GET", "POST", ...

@@ -2,6 +2,7 @@
 #include <cctype>
 #include <string>
 
+#include "server/http_types.h"
 #include "server/web_assets.h"
 
 namespace qvl::server {
@@ -44,17 +45,6 @@ bool etag_matches(std::string_view header, std::string_view etag) {
   return found;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 std::string_view pick_encoding(std::string_view accept_encoding, bool have_brotli, bool have_gzip) {
@@ -67,8 +57,8 @@ std::string_view pick_encoding(std::string_view accept_encoding, bool have_brotl
       const std::string_view parameter = trim(item.substr(semicolon + 1));
       if (parameter.substr(0, 2) == "q=") q = std::atof(std::string(parameter.substr(2)).c_str());
     }
-    if (iequals(coding, "br")) brotli_q = q;
-    if (iequals(coding, "gzip") || iequals(coding, "x-gzip")) gzip_q = q;
+    if (ascii_iequals(coding, "br")) brotli_q = q;
+    if (ascii_iequals(coding, "gzip") || ascii_iequals(coding, "x-gzip")) gzip_q = q;
   });
   if (have_brotli && brotli_q > 0 && brotli_q >= gzip_q) return "br";
   if (have_gzip && gzip_q > 0) return "gzip";

@@ -26,8 +26,8 @@ constexpr size_t kMaxBody = 4096;
 bool framing_is_clean(const HttpRequest& request) {
   int lengths = 0, encodings = 0;
   for (const auto& [name, value] : request.headers) {
-    if (qvl::server::header_name_equals(name, "Content-Length")) ++lengths;
-    if (qvl::server::header_name_equals(name, "Transfer-Encoding")) ++encodings;
+    if (qvl::server::ascii_iequals(name, "Content-Length")) ++lengths;
+    if (qvl::server::ascii_iequals(name, "Transfer-Encoding")) ++encodings;
   }
   return request.headers.size() <= 100 && !(lengths > 0 && encodings > 0) && encodings <= 1;
 }
