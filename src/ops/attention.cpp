@@ -130,24 +130,23 @@ const float* value_row(const PagedKV& kv, int64_t j, int64_t kvh, const Attentio
 
 // The contiguous storage as a single page of all nk rows (internally a page may hold any number
 // of rows; the public multiple-of-16 rule only keeps that freedom for later).
-PagedKV one_page(const float* const* k, const float* const* v, int64_t nk) {
-  PagedKV kv;
+// The page-table fields of each storage type.
+void set_pages(PagedKV& kv, const float* const* k, const float* const* v) {
   kv.k_pages = k;
   kv.v_pages = v;
-  kv.page_rows = std::max<int64_t>(nk, 1);
-  return kv;
 }
-PagedKV one_page(const uint16_t* const* k, const uint16_t* const* v, int64_t nk) {
-  PagedKV kv;
+void set_pages(PagedKV& kv, const uint16_t* const* k, const uint16_t* const* v) {
   kv.k16_pages = k;
   kv.v16_pages = v;
-  kv.page_rows = std::max<int64_t>(nk, 1);
-  return kv;
 }
-PagedKV one_page(const int8_t* const* k, const int8_t* const* v, int64_t nk) {
-  PagedKV kv;
+void set_pages(PagedKV& kv, const int8_t* const* k, const int8_t* const* v) {
   kv.k8_pages = k;
   kv.v8_pages = v;
+}
+template <typename T>
+PagedKV one_page(const T* const* k, const T* const* v, int64_t nk) {
+  PagedKV kv;
+  set_pages(kv, k, v);
   kv.page_rows = std::max<int64_t>(nk, 1);
   return kv;
 }
