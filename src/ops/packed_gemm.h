@@ -3,12 +3,13 @@
 // kernel set of one ISA, which differs only in its register tile (tile_x_rows x rows times
 // strip_rows weight rows) and in how x and weights are laid out for it:
 //   x panel     tile_x_rows rows of x interleaved per k: [k][tile_x_rows] fp32, or for bf16 the k
-//               pairs [k / 2][tile_x_rows][2]; rows past m are zero.
+//               pairs [k / 2][tile_x_rows][2]; rows past m are zero. Stored per depth block.
 //   weight strip strip_rows weight rows interleaved per k: [depth][strip_rows] fp32 (dequantized:
 //               exact, bf16 widens and scale * q is exact), or bf16 pairs [depth /
 //               2][strip_rows][2]; rows past n are zero.
 // The tile broadcasts one x value (or bf16 pair) per x row and multiplies it with the strip's
-// vectors, so results land in y[m][n] directly, one vector per (x row, strip_rows / lanes).
+// vectors: one accumulator vector per (x row, lanes of weight rows), stored per tile and copied
+// into y[m][n] (+ bias) once a row block is done.
 //
 // Arithmetic per output: one fp32 accumulator, w * x fused in k order (vdpbf16ps: a pair per
 // step), stored and reloaded exactly between depth blocks of kGemmDepth, then + bias. Nothing of
@@ -27,7 +28,6 @@ namespace qvl::ops::kernels {
 inline constexpr int64_t kGemmDepth = 256;        // k per depth block (a multiple of kCols)
 inline constexpr int64_t kGemmRowBlock = 128;     // weight rows packed at once (multiple of strips)
 inline constexpr int64_t kGemmXBlockPanels = 32;  // x panels per pass over a packed weight block
-inline constexpr int kGemmMaxTileX = 16, kGemmMaxStrip = 32;
 
 enum class GemmType { kBF16, kQ8, kQ4 };
 // The packed weights of one GEMM (layout: packed_matrix.h).
@@ -42,19 +42,21 @@ struct GemmKernels {
   const char* name;
   int x_bytes;      // bytes per x value in a panel
   int w_bytes;      // bytes per weight in a strip
-  int tile_x_rows;  // x rows per panel and register tile (<= kGemmMaxTileX)
-  int strip_rows;   // weight rows per strip and register tile (<= kGemmMaxStrip, multiple of 8)
-  // Rows [0, rows) of x (row i at x + i * k; rows <= tile_x_rows) into one panel.
-  void (*pack_x_panel)(const float* x, int64_t rows, int64_t k, int tile_x_rows, void* panel);
+  int tile_x_rows;  // x rows per panel and register tile
+  int strip_rows;   // weight rows per strip and register tile (a multiple of 8 dividing
+                    // kGemmRowBlock)
+  // Columns [0, depth) of rows [0, rows) of x (row i at x + i * ldx; rows <= tile_x_rows) into
+  // one panel [depth][tile_x_rows] (bf16: pairs).
+  void (*pack_x_panel)(const float* x, int64_t rows, int64_t ldx, int64_t depth, int tile_x_rows,
+                       void* panel);
   // Weight rows [r0, r0 + strips * strip_rows) x columns [k0, k0 + depth) of p into `strips`
   // consecutive strips (strip s at out + s * depth * strip_rows values).
   void (*pack_strips)(const GemmProblem& p, int64_t r0, int64_t strips, int strip_rows, int64_t k0,
                       int64_t depth, void* out);
-  // y[i * ldy + j] = (accumulate ? y[i * ldy + j] : 0) + sum_kk x[i][kk] * w[kk][j] (+ bias[j]
-  // if bias) for every i < tile_x_rows, j < strip_rows; x and w are the panel and strip already
-  // offset to the depth block.
-  void (*tile)(const void* x, const void* w, int64_t depth, float* y, int64_t ldy, bool accumulate,
-               const float* bias);
+  // y[i * ldy + j] = (accumulate ? y[i * ldy + j] : 0) + sum_kk x[i][kk] * w[kk][j] for every
+  // i < tile_x_rows, j < strip_rows; x and w are the panel and strip already offset to the depth
+  // block.
+  void (*tile)(const void* x, const void* w, int64_t depth, float* y, int64_t ldy, bool accumulate);
 };
 
 extern const GemmKernels kGemmF32Avx2;
@@ -63,7 +65,8 @@ extern const GemmKernels kGemmBf16Avx512;  // GemmType::kBF16 weights only
 
 // Shared parts of the kernel sets. pack_x_panel_f32 is plain code; the strip packers use AVX2
 // (every CPU with an AVX-512 level has it), 8x8 transposes of 32-bit words.
-void pack_x_panel_f32(const float* x, int64_t rows, int64_t k, int tile_x_rows, void* panel);
+void pack_x_panel_f32(const float* x, int64_t rows, int64_t ldx, int64_t depth, int tile_x_rows,
+                      void* panel);
 void pack_strips_f32_avx2(const GemmProblem& p, int64_t r0, int64_t strips, int strip_rows,
                           int64_t k0, int64_t depth, void* out);
 void pack_strips_bf16_pairs_avx2(const GemmProblem& p, int64_t r0, int64_t strips, int strip_rows,

@@ -15,7 +15,7 @@ constexpr int kTileX = 6;   // x rows per tile
 constexpr int kStrip = 16;  // weight rows per strip
 
 void tile(const void* x_panel, const void* w_strip, int64_t depth, float* y, int64_t ldy,
-          bool accumulate, const float* bias) {
+          bool accumulate) {
   const auto* x = static_cast<const float*>(x_panel);
   const auto* w = static_cast<const float*>(w_strip);
   __m256 acc[kTileX][2];
@@ -33,14 +33,6 @@ void tile(const void* x_panel, const void* w_strip, int64_t depth, float* y, int
       const __m256 b = _mm256_broadcast_ss(x + kk * kTileX + i);
       acc[i][0] = _mm256_fmadd_ps(b, w0, acc[i][0]);
       acc[i][1] = _mm256_fmadd_ps(b, w1, acc[i][1]);
-    }
-  }
-  if (bias) {
-    const __m256 b0 = _mm256_loadu_ps(bias), b1 = _mm256_loadu_ps(bias + 8);
-#pragma GCC unroll 6
-    for (int i = 0; i < kTileX; ++i) {
-      acc[i][0] = _mm256_add_ps(acc[i][0], b0);
-      acc[i][1] = _mm256_add_ps(acc[i][1], b1);
     }
   }
 #pragma GCC unroll 6

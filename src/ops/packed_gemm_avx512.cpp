@@ -20,7 +20,7 @@ constexpr int kTileX = 12;  // x rows per tile
 constexpr int kStrip = 32;  // weight rows per strip
 
 void tile(const void* x_panel, const void* w_strip, int64_t depth, float* y, int64_t ldy,
-          bool accumulate, const float* bias) {
+          bool accumulate) {
   const auto* x = static_cast<const float*>(x_panel);
   const auto* w = static_cast<const float*>(w_strip);
   __m512 acc[kTileX][2];
@@ -38,14 +38,6 @@ void tile(const void* x_panel, const void* w_strip, int64_t depth, float* y, int
       const __m512 b = _mm512_set1_ps(x[kk * kTileX + i]);
       acc[i][0] = _mm512_fmadd_ps(b, w0, acc[i][0]);
       acc[i][1] = _mm512_fmadd_ps(b, w1, acc[i][1]);
-    }
-  }
-  if (bias) {
-    const __m512 b0 = _mm512_loadu_ps(bias), b1 = _mm512_loadu_ps(bias + 16);
-#pragma GCC unroll 12
-    for (int i = 0; i < kTileX; ++i) {
-      acc[i][0] = _mm512_add_ps(acc[i][0], b0);
-      acc[i][1] = _mm512_add_ps(acc[i][1], b1);
     }
   }
 #pragma GCC unroll 12

@@ -30,17 +30,18 @@ namespace {
 constexpr int kTileX = 12;  // x rows per tile
 constexpr int kStrip = 32;  // weight rows per strip
 
-// Rows [0, rows) of x into the panel [k / 2][tile_x_rows] of bf16 pairs (32-bit words); rows past
-// `rows` are zero. k is a multiple of 32.
-void pack_x_panel(const float* x, int64_t rows, int64_t k, int tile_x_rows, void* panel) {
+// Columns [0, depth) of rows [0, rows) of x into the panel [depth / 2][tile_x_rows] of bf16 pairs
+// (32-bit words); rows past `rows` are zero. depth is a multiple of 32.
+void pack_x_panel(const float* x, int64_t rows, int64_t ldx, int64_t depth, int tile_x_rows,
+                  void* panel) {
   auto* dst = static_cast<uint32_t*>(panel);
   for (int64_t j = 0; j < tile_x_rows; ++j) {
     if (j >= rows) {
-      for (int64_t q = 0; q < k / 2; ++q) dst[q * tile_x_rows + j] = 0;
+      for (int64_t q = 0; q < depth / 2; ++q) dst[q * tile_x_rows + j] = 0;
       continue;
     }
-    const float* src = x + j * k;
-    for (int64_t c = 0; c < k; c += 32) {
+    const float* src = x + j * ldx;
+    for (int64_t c = 0; c < depth; c += 32) {
       // vcvtne2ps2bf16(a, b): bf16 lanes 0..15 from b, 16..31 from a. So lanes follow the
       // columns c .. c + 31 and 32-bit word q holds columns c + 2q (low half), c + 2q + 1.
       const __m512bh bf =
@@ -53,7 +54,7 @@ void pack_x_panel(const float* x, int64_t rows, int64_t k, int tile_x_rows, void
 }
 
 void tile(const void* x_panel, const void* w_strip, int64_t depth, float* y, int64_t ldy,
-          bool accumulate, const float* bias) {
+          bool accumulate) {
   const auto* x = static_cast<const int32_t*>(x_panel);
   const auto* w = static_cast<const uint32_t*>(w_strip);
   __m512 acc[kTileX][2];
@@ -71,14 +72,6 @@ void tile(const void* x_panel, const void* w_strip, int64_t depth, float* y, int
       const auto b = (__m512bh)_mm512_set1_epi32(x[pair * kTileX + i]);
       acc[i][0] = _mm512_dpbf16_ps(acc[i][0], w0, b);
       acc[i][1] = _mm512_dpbf16_ps(acc[i][1], w1, b);
-    }
-  }
-  if (bias) {
-    const __m512 b0 = _mm512_loadu_ps(bias), b1 = _mm512_loadu_ps(bias + 16);
-#pragma GCC unroll 12
-    for (int i = 0; i < kTileX; ++i) {
-      acc[i][0] = _mm512_add_ps(acc[i][0], b0);
-      acc[i][1] = _mm512_add_ps(acc[i][1], b1);
     }
   }
 #pragma GCC unroll 12
