@@ -28,6 +28,7 @@ namespace qvl::ops::kernels {
 inline constexpr int64_t kGemmDepth = 256;        // k per depth block (a multiple of kCols)
 inline constexpr int64_t kGemmRowBlock = 128;     // weight rows packed at once (multiple of strips)
 inline constexpr int64_t kGemmXBlockPanels = 32;  // x panels per pass over a packed weight block
+inline constexpr int kGemmMaxTileX = 16;          // bound on tile_x_rows
 
 enum class GemmType { kBF16, kQ8, kQ4 };
 // The packed weights of one GEMM (layout: packed_matrix.h).
@@ -42,7 +43,7 @@ struct GemmKernels {
   const char* name;
   int x_bytes;      // bytes per x value in a panel
   int w_bytes;      // bytes per weight in a strip
-  int tile_x_rows;  // x rows per panel and register tile
+  int tile_x_rows;  // x rows per panel and register tile (<= kGemmMaxTileX)
   int strip_rows;   // weight rows per strip and register tile (a multiple of 8 dividing
                     // kGemmRowBlock)
   // Columns [0, depth) of rows [0, rows) of x (row i at x + i * ldx; rows <= tile_x_rows) into
