@@ -5,7 +5,6 @@
 
 #include "base/error.h"
 #include "base/stage_profile.h"
-#include "base/thread_pool.h"
 #include "model/vision_positions.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
@@ -15,26 +14,6 @@
 #include "ops/rope.h"
 
 namespace qvl {
-namespace {
-
-// Per-token work between the matmuls runs on the pool too: single-threaded it was ~4% of the
-// tower once the GEMMs got fast. Tokens are independent, so results do not change.
-template <typename Fn>
-void for_tokens(int64_t n, Fn&& token) {
-  ThreadPool::global().parallel_for(static_cast<size_t>(n), [&](size_t b, size_t e) {
-    for (size_t t = b; t < e; ++t) token(static_cast<int64_t>(t));
-  });
-}
-
-// x[n, cols] += y[n, cols].
-void add_rows(float* x, const float* y, int64_t n, int64_t cols) {
-  for_tokens(n, [&](int64_t t) {
-    for (int64_t c = t * cols; c < (t + 1) * cols; ++c) x[c] += y[c];
-  });
-}
-
-}  // namespace
-
 VisionEncoder::VisionEncoder(const VisionConfig& config, const VisionWeights& weights)
     : config_(config), w_(weights) {}
 
@@ -47,19 +26,19 @@ void VisionEncoder::block(const VisionBlockWeights& w, int64_t n, const float* c
                   hid, normed.data());
   ops::matmul(normed.data(), n, w.qkv.weight, w.qkv.bias.data(), qkv.data());
   // qkv rows are laid out (3, heads, head_dim).
-  for_tokens(n, [&](int64_t t) {
+  for (int64_t t = 0; t < n; ++t) {
     const float* row = qkv.data() + t * 3 * hid;
     std::copy(row, row + hid, q.data() + t * hid);
     std::copy(row + hid, row + 2 * hid, k.data() + t * hid);
     std::copy(row + 2 * hid, row + 3 * hid, v.data() + t * hid);
     ops::rope_rotate_half(q.data() + t * hid, heads, hd, cos + t * hd / 2, sin + t * hd / 2);
     ops::rope_rotate_half(k.data() + t * hid, heads, hd, cos + t * hd / 2, sin + t * hd / 2);
-  });
+  }
   std::vector<float> attn(n * hid), out(n * hid);
   ops::AttentionShape shape{heads, heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
   ops::attention(q.data(), n, k.data(), v.data(), n, shape, -1, attn.data());
   ops::matmul(attn.data(), n, w.proj.weight, w.proj.bias.data(), out.data());
-  add_rows(x.data(), out.data(), n, hid);
+  for (size_t i = 0; i < x.size(); ++i) x[i] += out[i];
   if (between) between();  // halves of a block keep the pause other requests see short
 
   ops::layer_norm(x.data(), w.norm2.weight.data(), w.norm2.bias.data(), config_.layer_norm_eps, n,
@@ -68,7 +47,7 @@ void VisionEncoder::block(const VisionBlockWeights& w, int64_t n, const float* c
   ops::matmul(normed.data(), n, w.fc1.weight, w.fc1.bias.data(), mid.data());
   ops::gelu_tanh(mid.data(), static_cast<int64_t>(mid.size()));
   ops::matmul(mid.data(), n, w.fc2.weight, w.fc2.bias.data(), out.data());
-  add_rows(x.data(), out.data(), n, hid);
+  for (size_t i = 0; i < x.size(); ++i) x[i] += out[i];
 }
 
 std::vector<float> VisionEncoder::merge(const MergerWeights& w, const std::vector<float>& x,
