@@ -4,8 +4,8 @@
 // stays meaningful on a loaded machine; % of peak = GEMM GFLOP/cpu_s / peak GFLOP/cpu_s.
 // Shapes ([out, in], m rows): a 448x448 image has 784 patches (196 merged tokens), so the blocks
 // run m = 784 through qkv 1024->3072, proj 1024->1024, fc1 1024->4096, fc2 4096->1024, and the
-// mergers m = 196 through 4096->4096 and 4096->2048; a bf16 text prefill of 512 tokens runs the
-// same GEMM through the MLP's 2048->6144 and 6144->2048.
+// mergers m = 196 through 4096->4096 and 4096->2048 (a 1024x768 image: m = 3072 and 768); a bf16
+// text prefill of 512 tokens runs the same GEMM through the MLP's 2048->6144 and 6144->2048.
 #include <benchmark/benchmark.h>
 
 #include <ctime>
@@ -100,6 +100,7 @@ const int registered = [] {
                           {"proj_m784_1024x1024", 784, 1024, 1024},
                           {"fc1_m784_4096x1024", 784, 4096, 1024},
                           {"fc2_m784_1024x4096", 784, 1024, 4096},
+                          {"fc1_m3072_4096x1024", 3072, 4096, 1024},
                           {"merger_fc1_m196_4096x4096", 196, 4096, 4096},
                           {"merger_fc2_m196_2048x4096", 196, 2048, 4096},
                           {"prefill_up_m512_6144x2048", 512, 6144, 2048},
