@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/stage_profile.h"
 #include "base/thread_pool.h"
+#include "ops/attention_decode.h"
 #include "ops/attention_kernels.h"
 #include "ops/half_convert.h"
 #include "ops/kv_q8.h"
@@ -102,8 +103,6 @@ int64_t task_scratch_floats(int64_t rows, int64_t head_dim, int64_t heads) {
 namespace {
 
 using attention_kernels::kKeyTile;
-
-constexpr int64_t kDirectMaxRows = 8;
 
 // Row j of kv head kvh of keys (or values: the pages given) as fp32: the stored row, or a
 // conversion into tmp.
@@ -223,11 +222,21 @@ void attention_on(IsaLevel isa, const float* q, int64_t nq, const PagedKV& kv, i
   if (nq <= 0) return;
   const int64_t group = s.n_heads / s.n_kv_heads;
   // Transposing K pays off once enough rows (query x head-in-group) share each key.
-  const bool use_panels = nq * group > kDirectMaxRows;
-  // Only the AVX2 task reads half and 8-bit keys/values directly.
-  const bool narrow_direct = kv.k_pages == nullptr && !use_panels;
-  const auto task = isa == IsaLevel::kAvx512 && !narrow_direct ? attention_kernels::task_avx512
-                                                               : attention_kernels::task_avx2;
+  const bool use_panels = nq * group > attention_kernels::kDecodeMaxRows;
+  if (!use_panels) {  // decode-like: streams the cache split over positions
+    attention_kernels::Problem p;
+    p.q = q;
+    p.kv = kv;
+    p.out = out;
+    p.nq = nq;
+    p.nk = nk;
+    p.shape = s;
+    p.causal_offset = causal_offset;
+    attention_kernels::decode_attention(isa, p);
+    return;
+  }
+  const auto task =
+      isa == IsaLevel::kAvx512 ? attention_kernels::task_avx512 : attention_kernels::task_avx2;
   const int64_t tiles = (nk + kKeyTile - 1) / kKeyTile;
   AlignedBuffer<float> panels, values;
   if (use_panels) {
