@@ -222,9 +222,12 @@ void span_kernel(const Problem& p, const DecodeTask& t, const T* const* k_pages,
   auto scores = [&](int64_t h, int64_t r) {
     return t.scratch + (h * rows + r) * kDecodeScoreStride;
   };
-  auto query = [&](int64_t h, int64_t r) {
-    return p.q + ((r / group) * s.n_heads + (t.kvh_begin + h) * group + r % group) * d;
-  };
+  // Row r's query for the run's first head (no divisions in the loops below).
+  const float* q_first[kDecodeMaxRows];
+  for (int64_t r = 0; r < rows; ++r) {
+    q_first[r] = p.q + ((r / group) * s.n_heads + t.kvh_begin * group + r % group) * d;
+  }
+  auto query = [&](int64_t h, int64_t r) { return q_first[r] + h * group * d; };
   auto state = [&](int64_t h, int64_t r) {
     return t.state + ((t.kvh_begin + h) * rows + r) * t.state_stride;
   };
