@@ -262,6 +262,7 @@ void span_kernel(const Problem& p, const DecodeTask& t, const T* const* k_pages,
   };
 
   // Scores, position by position over the run's heads (keys past n are scored, then masked).
+  for (int64_t x = 0; x < ahead; ++x) prefetch_bytes(k_rows[x], run_bytes);
   for (int64_t j = 0; j < n; j += kKeys) {
     for (int x = 0; x < kKeys; ++x) prefetch_bytes(k_rows[j + ahead + x], run_bytes);
     for (int64_t h = 0; h < heads; ++h) {
@@ -275,6 +276,7 @@ void span_kernel(const Problem& p, const DecodeTask& t, const T* const* k_pages,
       });
     }
   }
+  for (int64_t x = 0; x < ahead; ++x) prefetch_bytes(v_rows[x], run_bytes);
   for (int64_t h = 0; h < heads; ++h) {
     for (int64_t r = 0; r < rows; ++r) {
       float* st = state(h, r);
