@@ -28,25 +28,13 @@ int64_t max_i64(int64_t a, int64_t b) {
   return a > b ? a : b;
 }
 
-// Columns [c, c + 8) of a row as fp32 (8-bit: the codes; their block's scale is applied by the
-// caller, once per block of 32 columns instead of once per value).
+// Columns [c, c + 8) of an fp32 or half row as fp32.
 __m256 load8(const float* row, int64_t c) {
   return _mm256_loadu_ps(row + c);
 }
 __m256 load8(const uint16_t* row, int64_t c) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c)));
 }
-__m256 load8(const int8_t* row, int64_t c) {
-  const int8_t* codes = row + c / kKvQ8Block * kKvQ8BlockBytes + c % kKvQ8Block;
-  return _mm256_cvtepi32_ps(
-      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes))));
-}
-float block_scale(const int8_t* row, int64_t block) {
-  float scale;
-  __builtin_memcpy(&scale, row + block * kKvQ8BlockBytes + kKvQ8Block, sizeof(float));
-  return scale;
-}
-
 // Prefetches the cache lines of [p, p + bytes).
 void prefetch_bytes(const void* p, int64_t bytes) {
   const auto begin = reinterpret_cast<uintptr_t>(p);
@@ -99,7 +87,14 @@ void score_keys(const float* const* q, const T* const* k, int64_t d, float scale
   store_scores<kR>(acc, scale, out);
 }
 
-// 8-bit keys: q . codes per block of 32 columns, then times the block's scale into the total.
+// 8 codes of an 8-bit block at `codes` as fp32.
+__m256 codes8(const int8_t* codes) {
+  return _mm256_cvtepi32_ps(
+      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes))));
+}
+
+// 8-bit keys: q . codes per block of 32 columns, then times the block's scale into the total
+// (walked by block pointer: no address arithmetic per vector).
 template <int kR>
 void score_keys(const float* const* q, const int8_t* const* k, int64_t d, float scale,
                 float* const* out) {
@@ -108,30 +103,24 @@ void score_keys(const float* const* q, const int8_t* const* k, int64_t d, float 
     for (int x = 0; x < kKeys; ++x) total[r][x] = _mm256_setzero_ps();
   }
   for (int half = 0; half < kKeys; half += 2) {  // two keys at a time: no register spills
-    for (int64_t b = 0; b < d / kKvQ8Block; ++b) {
-      const int64_t c_begin = b * kKvQ8Block;
+    const int8_t* b0 = k[half];
+    const int8_t* b1 = k[half + 1];
+    for (int64_t c = 0; c < d; c += kKvQ8Block, b0 += kKvQ8BlockBytes, b1 += kKvQ8BlockBytes) {
       __m256 acc[kR][2];
-      {
-        const __m256 k0 = load8(k[half], c_begin), k1 = load8(k[half + 1], c_begin);
+      for (int x = 0; x < kKvQ8Block / 8; ++x) {
+        const __m256 k0 = codes8(b0 + 8 * x), k1 = codes8(b1 + 8 * x);
         for (int r = 0; r < kR; ++r) {
-          const __m256 qv = _mm256_loadu_ps(q[r] + c_begin);
-          acc[r][0] = _mm256_mul_ps(qv, k0);
-          acc[r][1] = _mm256_mul_ps(qv, k1);
+          const __m256 qv = _mm256_loadu_ps(q[r] + c + 8 * x);
+          acc[r][0] = x == 0 ? _mm256_mul_ps(qv, k0) : _mm256_fmadd_ps(qv, k0, acc[r][0]);
+          acc[r][1] = x == 0 ? _mm256_mul_ps(qv, k1) : _mm256_fmadd_ps(qv, k1, acc[r][1]);
         }
       }
-      for (int64_t c = c_begin + 8; c < c_begin + kKvQ8Block; c += 8) {
-        const __m256 k0 = load8(k[half], c), k1 = load8(k[half + 1], c);
-        for (int r = 0; r < kR; ++r) {
-          const __m256 qv = _mm256_loadu_ps(q[r] + c);
-          acc[r][0] = _mm256_fmadd_ps(qv, k0, acc[r][0]);
-          acc[r][1] = _mm256_fmadd_ps(qv, k1, acc[r][1]);
-        }
-      }
-      const __m256 s0 = _mm256_set1_ps(block_scale(k[half], b));
-      const __m256 s1 = _mm256_set1_ps(block_scale(k[half + 1], b));
+      float s0, s1;
+      __builtin_memcpy(&s0, b0 + kKvQ8Block, sizeof(float));
+      __builtin_memcpy(&s1, b1 + kKvQ8Block, sizeof(float));
       for (int r = 0; r < kR; ++r) {
-        total[r][half] = _mm256_fmadd_ps(acc[r][0], s0, total[r][half]);
-        total[r][half + 1] = _mm256_fmadd_ps(acc[r][1], s1, total[r][half + 1]);
+        total[r][half] = _mm256_fmadd_ps(acc[r][0], _mm256_set1_ps(s0), total[r][half]);
+        total[r][half + 1] = _mm256_fmadd_ps(acc[r][1], _mm256_set1_ps(s1), total[r][half + 1]);
       }
     }
   }
@@ -146,13 +135,24 @@ void add_values(float* const* o, const float* const* p, const T* const* v, int64
   for (int r = 0; r < kR; ++r) {
     for (int x = 0; x < kVecs; ++x) acc[r][x] = _mm256_loadu_ps(o[r] + c0 + 8 * x);
   }
+  // 8-bit: the 32 columns are one block (c0 is a multiple of 32); its scale goes into the weight.
+  const int64_t block = c0 / kKvQ8Block * kKvQ8BlockBytes;
   for (int64_t j = 0; j < n; ++j) {
     __m256 vv[kVecs];
-    for (int x = 0; x < kVecs; ++x) vv[x] = load8(v[j], c0 + 8 * x);
+    for (int x = 0; x < kVecs; ++x) {
+      if constexpr (sizeof(T) == 1) {
+        vv[x] = codes8(v[j] + block + 8 * x);
+      } else {
+        vv[x] = load8(v[j], c0 + 8 * x);
+      }
+    }
     for (int r = 0; r < kR; ++r) {
-      // 8-bit: the 32 columns are one block; its scale goes into the weight.
       float w = p[r][j];
-      if constexpr (sizeof(T) == 1) w *= block_scale(v[j], c0 / kKvQ8Block);
+      if constexpr (sizeof(T) == 1) {
+        float scale;
+        __builtin_memcpy(&scale, v[j] + block + kKvQ8Block, sizeof(float));
+        w *= scale;
+      }
       const __m256 wv = _mm256_set1_ps(w);
       for (int x = 0; x < kVecs; ++x) acc[r][x] = _mm256_fmadd_ps(wv, vv[x], acc[r][x]);
     }
