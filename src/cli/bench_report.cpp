@@ -123,7 +123,17 @@ json run_json(const BenchContext& ctx, const RunFigures& f) {
     const std::string label = context_label(c.context);
     j["decode_tok_per_s_ctx" + label] = c.tok_per_s;
     j["decode_pct_of_dram_ctx" + label] = pct(decode_gb_per_s(c.tok_per_s, c.mean_context), dram);
-    if (c.context > 0) stages["decode_ctx" + label + "_ms_per_token"] = stages_json(c.stages);
+    if (c.context > 0) {
+      stages["decode_ctx" + label + "_ms_per_token"] = stages_json(c.stages);
+      // Decode attention reads the KV cache of the context once per token.
+      const double attention_ms = stage_ms(c.stages, "attention");
+      if (attention_ms > 0) {
+        const double gb_per_s =
+            static_cast<double>(cost.kv_bytes_per_position) * c.mean_context / attention_ms * 1e-6;
+        efficiency["decode_attention_gb_per_s_ctx" + label] = gb_per_s;
+        efficiency["decode_attention_pct_of_dram_ctx" + label] = pct(gb_per_s, dram);
+      }
+    }
   }
   stages["decode_ms_per_token"] = stages_json(f.decode_stages);
   const auto matrix_bytes = static_cast<double>(cost.decode_weight_bytes - cost.lm_head_bytes);

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/stage_profile.h"
 #include "base/thread_pool.h"
+#include "ops/attention_decode.h"
 #include "ops/attention_kernels.h"
 #include "ops/half_convert.h"
 #include "ops/kv_q8.h"
@@ -102,8 +103,6 @@ int64_t task_scratch_floats(int64_t rows, int64_t head_dim, int64_t heads) {
 namespace {
 
 using attention_kernels::kKeyTile;
-
-constexpr int64_t kDirectMaxRows = 8;
 
 // Row j of kv head kvh of keys (or values: the pages given) as fp32: the stored row, or a
 // conversion into tmp.
@@ -222,50 +221,40 @@ void attention_on(IsaLevel isa, const float* q, int64_t nq, const PagedKV& kv, i
   }
   if (nq <= 0) return;
   const int64_t group = s.n_heads / s.n_kv_heads;
-  // Transposing K pays off once enough rows (query x head-in-group) share each key.
-  const bool use_panels = nq * group > kDirectMaxRows;
-  // Only the AVX2 task reads half and 8-bit keys/values directly.
-  const bool narrow_direct = kv.k_pages == nullptr && !use_panels;
-  const auto task = isa == IsaLevel::kAvx512 && !narrow_direct ? attention_kernels::task_avx512
-                                                               : attention_kernels::task_avx2;
-  const int64_t tiles = (nk + kKeyTile - 1) / kKeyTile;
-  AlignedBuffer<float> panels, values;
-  if (use_panels) {
-    panels.resize(static_cast<size_t>(s.n_kv_heads * tiles * s.head_dim * kKeyTile));
-    pack_key_panels(kv, nk, s, panels.data());
-    values.resize(static_cast<size_t>(s.n_kv_heads * nk * s.head_dim));
-    pack_values(kv, nk, s, values.data());
-  }
-
   attention_kernels::Problem p;
   p.q = q;
   p.kv = kv;
-  p.k_panels = use_panels ? panels.data() : nullptr;
-  p.v_packed = use_panels ? values.data() : nullptr;
   p.out = out;
   p.nq = nq;
   p.nk = nk;
   p.shape = s;
   p.causal_offset = causal_offset;
+  // Few rows (query x head-in-group) per key, as in decode: stream the cache split over positions.
+  if (nq * group <= attention_kernels::kDecodeMaxRows) {
+    attention_kernels::decode_attention(isa, p);
+    return;
+  }
+  // Enough rows share each key for transposing K (and packing V per head) to pay off.
+  const auto task =
+      isa == IsaLevel::kAvx512 ? attention_kernels::task_avx512 : attention_kernels::task_avx2;
+  const int64_t tiles = (nk + kKeyTile - 1) / kKeyTile;
+  AlignedBuffer<float> panels(static_cast<size_t>(s.n_kv_heads * tiles * s.head_dim * kKeyTile));
+  pack_key_panels(kv, nk, s, panels.data());
+  AlignedBuffer<float> values(static_cast<size_t>(s.n_kv_heads * nk * s.head_dim));
+  pack_values(kv, nk, s, values.data());
+  p.k_panels = panels.data();
+  p.v_packed = values.data();
   // About 64 rows (query x head-in-group pairs) per task: K/V blocks are reused across them.
   const int64_t block = std::max<int64_t>(1, 64 / group);
   const int64_t n_blocks = (nq + block - 1) / block;
-  // Decode-like calls (direct K) give each thread one run of kv heads, walked together per key
-  // block; prefill gives every kv head its own tasks.
-  const int64_t threads = ThreadPool::global().size();
-  const int64_t heads_per_task =
-      use_panels ? 1 : (s.n_kv_heads + threads - 1) / std::max<int64_t>(1, threads);
-  const int64_t head_runs = (s.n_kv_heads + heads_per_task - 1) / heads_per_task;
-  const int64_t scratch =
-      attention_kernels::task_scratch_floats(block * group, s.head_dim, heads_per_task);
+  const int64_t scratch = attention_kernels::task_scratch_floats(block * group, s.head_dim, 1);
   ThreadPool::global().parallel_for(
-      static_cast<size_t>(n_blocks * head_runs), [&](size_t b, size_t e) {
+      static_cast<size_t>(n_blocks * s.n_kv_heads), [&](size_t b, size_t e) {
         AlignedBuffer<float> buffer(static_cast<size_t>(scratch));
         for (size_t t = b; t < e; ++t) {
-          const int64_t kvh = static_cast<int64_t>(t) % head_runs * heads_per_task;
-          const int64_t q_begin = static_cast<int64_t>(t) / head_runs * block;
-          task(p, kvh, std::min(s.n_kv_heads, kvh + heads_per_task), q_begin,
-               std::min(nq, q_begin + block), buffer.data());
+          const int64_t kvh = static_cast<int64_t>(t) % s.n_kv_heads;
+          const int64_t q_begin = static_cast<int64_t>(t) / s.n_kv_heads * block;
+          task(p, kvh, kvh + 1, q_begin, std::min(nq, q_begin + block), buffer.data());
         }
       });
 }
@@ -289,8 +278,9 @@ std::vector<const T*> reversed_pages(const std::vector<T>& rows, int64_t nk, int
   return pages;
 }
 
-// One small problem per code path (K panels and direct K, causal and not) against the reference,
-// for both storages; the same through shuffled 16-row pages must give the same bits.
+// One small problem per code path (K panels, decode spans and their merge, causal and not)
+// against the reference, for every storage; the same through shuffled 16-row pages must give the
+// same bits.
 bool agrees_with_reference(IsaLevel isa) {
   struct Check {
     int64_t nq, nk, causal_offset;
@@ -301,7 +291,9 @@ bool agrees_with_reference(IsaLevel isa) {
     state = state * 1664525u + 1013904223u;
     return static_cast<float>(state >> 8) / 16777216.0f * 4.0f - 2.0f;
   };
-  for (const Check c : {Check{40, 40, 0}, Check{37, 150, -1}, Check{1, 150, 149}, Check{3, 9, 6}}) {
+  // (The last one spans three decode spans: it checks their merge.)
+  for (const Check c : {Check{40, 40, 0}, Check{37, 150, -1}, Check{1, 150, 149}, Check{3, 9, 6},
+                        Check{2, 600, 598}}) {
     std::vector<float> q(static_cast<size_t>(c.nq * 4 * 64)), k(static_cast<size_t>(c.nk * 2 * 64));
     std::vector<float> v(k.size()), want(q.size()), got(q.size());
     for (auto* buf : {&q, &k, &v}) {

@@ -4,7 +4,6 @@
 #include <immintrin.h>
 
 #include "ops/attention_kernels.h"
-#include "ops/kv_q8.h"
 
 #pragma GCC target("avx2,fma,f16c")
 
@@ -13,9 +12,8 @@
 namespace qvl::ops::attention_kernels {
 namespace {
 
-constexpr int64_t kKeyBlock = 128;    // keys per online-softmax step (a multiple of kKeyTile)
-constexpr int kRows = 6;              // rows computed together (register blocking)
-constexpr int64_t kPrefetchKeys = 8;  // how far ahead strided K/V rows are prefetched
+constexpr int64_t kKeyBlock = 128;  // keys per online-softmax step (a multiple of kKeyTile)
+constexpr int kRows = 6;            // rows computed together (register blocking)
 
 int64_t min_i64(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -61,105 +59,10 @@ float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(x);
 }
 
-// Columns [c, c + 8) of a key/value row as fp32, from the cache's fp32, IEEE-half or 8-bit
-// storage (ops/kv_q8.h: blocks of 32 int8 then their fp32 scale; c is a multiple of 8, so the 8
-// columns share one block).
-__m256 load8(const float* row, int64_t c) {
-  return _mm256_loadu_ps(row + c);
-}
-__m256 load8(const uint16_t* row, int64_t c) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c)));
-}
-__m256 load8(const int8_t* row, int64_t c) {
-  const int8_t* block = row + c / kKvQ8Block * kKvQ8BlockBytes;
-  const __m128i codes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + c % kKvQ8Block));
-  const __m256 values = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes));
-  return _mm256_mul_ps(values,
-                       _mm256_broadcast_ss(reinterpret_cast<const float*>(block + kKvQ8Block)));
-}
-
-// Byte address of column c of a row, to prefetch.
-const char* column_address(const float* row, int64_t c) {
-  return reinterpret_cast<const char*>(row + c);
-}
-const char* column_address(const uint16_t* row, int64_t c) {
-  return reinterpret_cast<const char*>(row + c);
-}
-const char* column_address(const int8_t* row, int64_t c) {
-  return reinterpret_cast<const char*>(row + c / kKvQ8Block * kKvQ8BlockBytes + c % kKvQ8Block);
-}
-// Prefetches the cache lines holding columns [c0, c1) of a row (and the 8-bit scales among them).
-template <typename T>
-void prefetch_columns(const T* row, int64_t c0, int64_t c1) {
-  const char* end = column_address(row, c1 - 1) + sizeof(T) + (sizeof(T) == 1 ? 4 : 0);
-  for (const char* a = column_address(row, c0); a < end; a += 64) {
-    _mm_prefetch(a, _MM_HINT_T0);
-  }
-  _mm_prefetch(end - 1, _MM_HINT_T0);
-}
-
-// scores[r][0 .. n_keys) for the first kLive rows, from key rows k[j] (n_keys + kPrefetchKeys
-// addresses), scaled.
-template <int kLive, typename T>
-void qk_direct(const float* const* qr, const T* const* k, int64_t d, float scale, int64_t n_keys,
-               float* scores) {
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const T* kj = k[j];
-    // Rows are a page or more apart in decode: the hardware prefetcher does not follow them.
-    prefetch_columns(k[j + kPrefetchKeys], 0, d);
-    __m256 acc[kLive];
-    for (int r = 0; r < kLive; ++r) acc[r] = _mm256_setzero_ps();
-    for (int64_t c = 0; c < d; c += 8) {
-      const __m256 kv = load8(kj, c);
-      for (int r = 0; r < kLive; ++r)
-        acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(qr[r] + c), kv, acc[r]);
-    }
-    for (int r = 0; r < kLive; ++r) scores[r * kKeyBlock + j] = horizontal_sum(acc[r]) * scale;
-  }
-}
-
 // o[r][c0 .. c0 + 8 * kVecs) = alpha[r] * o + sum_j p[r][j] * v[j][c0 ..] for the first kLive
-// rows (v: n_keys + kPrefetchKeys row addresses).
-template <int kLive, int kVecs, typename T>
-void pv_chunk(float* o, int64_t d, const float* alpha, const float* p, const T* const* v,
-              int64_t c0, int64_t n_keys) {
-  __m256 acc[kLive][kVecs];
-  for (int r = 0; r < kLive; ++r) {
-    const __m256 a = _mm256_set1_ps(alpha[r]);
-    for (int x = 0; x < kVecs; ++x)
-      acc[r][x] = _mm256_mul_ps(a, _mm256_loadu_ps(o + c0 + r * d + x * 8));
-  }
-  for (int64_t j = 0; j < n_keys; ++j) {
-    prefetch_columns(v[j + kPrefetchKeys], c0, c0 + kVecs * 8);
-    const T* vj = v[j];
-    __m256 vv[kVecs];
-    for (int x = 0; x < kVecs; ++x) vv[x] = load8(vj, c0 + x * 8);
-    for (int r = 0; r < kLive; ++r) {
-      const __m256 pb = _mm256_broadcast_ss(p + r * kKeyBlock + j);
-      for (int x = 0; x < kVecs; ++x) acc[r][x] = _mm256_fmadd_ps(pb, vv[x], acc[r][x]);
-    }
-  }
-  for (int r = 0; r < kLive; ++r) {
-    for (int x = 0; x < kVecs; ++x) _mm256_storeu_ps(o + c0 + r * d + x * 8, acc[r][x]);
-  }
-}
-
-// pv_chunk over all of head_dim: wider column chunks for fewer rows (decode), so each value
-// row address is read once per chunk for more columns. Every column still sums its keys in
-// order, so the chunk width changes no result bit.
-template <int kLive, typename T>
-void pv_rows(float* o, int64_t d, const float* alpha, const float* p, const T* const* v,
-             int64_t n_keys) {
-  constexpr int kVecs = kLive == 1 ? 8 : kLive == 2 ? 4 : 2;
-  int64_t c0 = 0;
-  for (; c0 + kVecs * 8 <= d; c0 += kVecs * 8)
-    pv_chunk<kLive, kVecs>(o, d, alpha, p, v, c0, n_keys);
-  for (; c0 < d; c0 += 16) pv_chunk<kLive, 2>(o, d, alpha, p, v, c0, n_keys);
-}
-
-// pv_chunk for v packed per head ([nk][d], row j at v + j * d: prefill): rows are contiguous, so
-// the hardware prefetcher follows them, and without the row table and software prefetches the 12
-// accumulators stay in registers (the table version spills them on every key).
+// rows, v packed per head ([nk][d], row j at v + j * d: prefill). Rows are contiguous, so the
+// hardware prefetcher follows them, and without a row table and software prefetches the 12
+// accumulators stay in registers (a table version spilled them on every key).
 template <int kLive, int kVecs>
 void pv_packed_chunk(float* o, int64_t d, const float* alpha, const float* p, const float* v,
                      int64_t c0, int64_t n_keys) {
@@ -284,50 +187,14 @@ void task_avx2(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_b
     return causal ? min_i64(p.nk, p.causal_offset + i + 1) : p.nk;
   };
   const int64_t n_tiles_all = (p.nk + kKeyTile - 1) / kKeyTile;
-  const int64_t row_stride = s.n_kv_heads * d;  // between positions in a page
-  const bool half = p.kv.k16_pages != nullptr;
-  const bool q8 = p.kv.k8_pages != nullptr;
-  // (kv_q8_bytes is an inline function: not called below the target pragma, see the top.)
-  const int64_t q8_row_bytes = d / kKvQ8Block * kKvQ8BlockBytes;
-  const int64_t row_stride_q8 = s.n_kv_heads * q8_row_bytes;
-  // Row addresses of the current key block (and kPrefetchKeys beyond) for one kv head.
-  const float* k_rows[kKeyBlock + kPrefetchKeys];
-  const float* v_rows[kKeyBlock + kPrefetchKeys];
-  const uint16_t* k16_rows[kKeyBlock + kPrefetchKeys];
-  const uint16_t* v16_rows[kKeyBlock + kPrefetchKeys];
-  const int8_t* k8_rows[kKeyBlock + kPrefetchKeys];
-  const int8_t* v8_rows[kKeyBlock + kPrefetchKeys];
   const int64_t task_keys = visible_keys(q_end - 1);
   for (int64_t j0 = 0; j0 < task_keys; j0 += kKeyBlock) {
     const int64_t j1 = min_i64(j0 + kKeyBlock, task_keys);
-    // Every kv head of the task per key block: in decode, their K/V rows share pages and lines.
     for (int64_t kvh = kvh_begin; kvh < kvh_end; ++kvh) {
       float* o = o_all + (kvh - kvh_begin) * rows_padded * d;
       float* m = m_all + (kvh - kvh_begin) * rows_padded;
       float* l = l_all + (kvh - kvh_begin) * rows_padded;
-      const float* panels = p.k_panels ? p.k_panels + kvh * n_tiles_all * d * kKeyTile : nullptr;
-      const int64_t table = j1 - j0 + kPrefetchKeys, last = p.nk - 1;
-      if (p.k_panels == nullptr && half) {
-        row_addresses(p.kv.k16_pages, p.kv.page_rows, row_stride, kvh * d, j0, table, last,
-                      k16_rows);
-      } else if (p.k_panels == nullptr && q8) {
-        row_addresses(p.kv.k8_pages, p.kv.page_rows, row_stride_q8, kvh * q8_row_bytes, j0, table,
-                      last, k8_rows);
-      } else if (p.k_panels == nullptr) {
-        row_addresses(p.kv.k_pages, p.kv.page_rows, row_stride, kvh * d, j0, table, last, k_rows);
-      }
-      if (p.v_packed != nullptr) {
-        const float* packed = p.v_packed + kvh * p.nk * d;
-        row_addresses(&packed, p.nk, d, 0, j0, table, last, v_rows);
-      } else if (half) {
-        row_addresses(p.kv.v16_pages, p.kv.page_rows, row_stride, kvh * d, j0, table, last,
-                      v16_rows);
-      } else if (q8) {
-        row_addresses(p.kv.v8_pages, p.kv.page_rows, row_stride_q8, kvh * q8_row_bytes, j0, table,
-                      last, v8_rows);
-      } else {
-        row_addresses(p.kv.v_pages, p.kv.page_rows, row_stride, kvh * d, j0, table, last, v_rows);
-      }
+      const float* panels = p.k_panels + kvh * n_tiles_all * d * kKeyTile;
       for (int64_t g = 0; g < rows; g += kRows) {
         const float* qr[kRows];
         int64_t visible[kRows];  // relative to j0
@@ -342,35 +209,16 @@ void task_avx2(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_b
         if (group_keys <= 0) continue;  // causal: the whole block is in these rows' future
         const int64_t n_tiles = (group_keys + kKeyTile - 1) / kKeyTile;
         const float* panel = panels + (j0 / kKeyTile) * d * kKeyTile;
-        for (int64_t t = 0; p.k_panels != nullptr && t < n_tiles; ++t) {
+        for (int64_t t = 0; t < n_tiles; ++t) {
           qk_tile(qr, panel + t * d * kKeyTile, d, s.scale, scores + t * kKeyTile);
         }
         const int live = static_cast<int>(min_i64(kRows, rows - g));  // rows past the end: padding
-        if (p.k_panels == nullptr) {
-          with_live_rows(live, [&](auto rows_c) {
-            if (half) {
-              qk_direct<decltype(rows_c)::value>(qr, k16_rows, d, s.scale, group_keys, scores);
-            } else if (q8) {
-              qk_direct<decltype(rows_c)::value>(qr, k8_rows, d, s.scale, group_keys, scores);
-            } else {
-              qk_direct<decltype(rows_c)::value>(qr, k_rows, d, s.scale, group_keys, scores);
-            }
-          });
-        }
         float alpha[kRows];
         softmax_block(scores, visible, n_tiles, m + g, l + g, alpha);
         float* og = o + g * d;
         with_live_rows(live, [&](auto rows_c) {
-          if (p.v_packed != nullptr) {
-            pv_packed_rows<decltype(rows_c)::value>(og, d, alpha, scores,
-                                                    p.v_packed + (kvh * p.nk + j0) * d, group_keys);
-          } else if (half) {
-            pv_rows<decltype(rows_c)::value>(og, d, alpha, scores, v16_rows, group_keys);
-          } else if (q8) {
-            pv_rows<decltype(rows_c)::value>(og, d, alpha, scores, v8_rows, group_keys);
-          } else {
-            pv_rows<decltype(rows_c)::value>(og, d, alpha, scores, v_rows, group_keys);
-          }
+          pv_packed_rows<decltype(rows_c)::value>(og, d, alpha, scores,
+                                                  p.v_packed + (kvh * p.nk + j0) * d, group_keys);
         });
       }
     }

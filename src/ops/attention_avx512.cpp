@@ -17,7 +17,7 @@ namespace {
 
 constexpr int64_t kKeyBlock = 128;    // keys per online-softmax step (a multiple of kKeyTile)
 constexpr int kRows = 4;              // rows computed together (register blocking)
-constexpr int64_t kPrefetchKeys = 8;  // how far ahead strided K/V rows are prefetched
+constexpr int64_t kPrefetchKeys = 8;  // how far ahead value rows are prefetched
 
 int64_t min_i64(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -46,29 +46,6 @@ void qk_tiles(const float* const* qr, const float* panel, int64_t d, float scale
     for (int t = 0; t < kTiles; ++t) {
       _mm512_storeu_ps(scores + r * kKeyBlock + t * kKeyTile, _mm512_mul_ps(acc[r][t], sv));
     }
-  }
-}
-
-// scores[r][0 .. n_keys) for the first kLive rows, from key rows k[j] (n_keys + kPrefetchKeys
-// addresses), scaled.
-template <int kLive>
-void qk_direct(const float* const* qr, const float* const* k, int64_t d, float scale,
-               int64_t n_keys, float* scores) {
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const float* kj = k[j];
-    // Rows are a page or more apart in decode: the hardware prefetcher does not follow them.
-    for (int64_t c = 0; c < d; c += 16) {
-      _mm_prefetch(reinterpret_cast<const char*>(k[j + kPrefetchKeys] + c), _MM_HINT_T0);
-    }
-    __m512 acc[kLive];
-    for (int r = 0; r < kLive; ++r) acc[r] = _mm512_setzero_ps();
-    for (int64_t c = 0; c < d; c += 16) {
-      const __m512 kv = _mm512_loadu_ps(kj + c);
-      for (int r = 0; r < kLive; ++r)
-        acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(qr[r] + c), kv, acc[r]);
-    }
-    for (int r = 0; r < kLive; ++r)
-      scores[r * kKeyBlock + j] = _mm512_reduce_add_ps(acc[r]) * scale;
   }
 }
 
@@ -180,29 +157,18 @@ void task_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q
     return causal ? min_i64(p.nk, p.causal_offset + i + 1) : p.nk;
   };
   const int64_t n_tiles_all = (p.nk + kKeyTile - 1) / kKeyTile;
-  const int64_t row_stride = s.n_kv_heads * d;  // between positions in a page
-  // Row addresses of the current key block (and kPrefetchKeys beyond) for one kv head.
-  const float* k_rows[kKeyBlock + kPrefetchKeys];
+  // Row addresses of the current key block's values (and kPrefetchKeys beyond) for one kv head.
   const float* v_rows[kKeyBlock + kPrefetchKeys];
   const int64_t task_keys = visible_keys(q_end - 1);
   for (int64_t j0 = 0; j0 < task_keys; j0 += kKeyBlock) {
     const int64_t j1 = min_i64(j0 + kKeyBlock, task_keys);
-    // Every kv head of the task per key block: in decode, their K/V rows share pages and lines.
     for (int64_t kvh = kvh_begin; kvh < kvh_end; ++kvh) {
       float* o = o_all + (kvh - kvh_begin) * rows_padded * d;
       float* m = m_all + (kvh - kvh_begin) * rows_padded;
       float* l = l_all + (kvh - kvh_begin) * rows_padded;
-      const float* panels = p.k_panels ? p.k_panels + kvh * n_tiles_all * d * kKeyTile : nullptr;
-      const int64_t table = j1 - j0 + kPrefetchKeys, last = p.nk - 1;
-      if (p.k_panels == nullptr) {
-        row_addresses(p.kv.k_pages, p.kv.page_rows, row_stride, kvh * d, j0, table, last, k_rows);
-      }
-      if (p.v_packed != nullptr) {
-        const float* packed = p.v_packed + kvh * p.nk * d;
-        row_addresses(&packed, p.nk, d, 0, j0, table, last, v_rows);
-      } else {
-        row_addresses(p.kv.v_pages, p.kv.page_rows, row_stride, kvh * d, j0, table, last, v_rows);
-      }
+      const float* panels = p.k_panels + kvh * n_tiles_all * d * kKeyTile;
+      const float* packed = p.v_packed + kvh * p.nk * d;
+      row_addresses(&packed, p.nk, d, 0, j0, j1 - j0 + kPrefetchKeys, p.nk - 1, v_rows);
       for (int64_t g = 0; g < rows; g += kRows) {
         const float* qr[kRows];
         int64_t visible[kRows];  // relative to j0
@@ -217,7 +183,7 @@ void task_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q
         if (group_keys <= 0) continue;  // causal: the whole block is in these rows' future
         const int64_t n_tiles = (group_keys + kKeyTile - 1) / kKeyTile;
         const float* panel = panels + (j0 / kKeyTile) * d * kKeyTile;
-        for (int64_t t = 0; p.k_panels != nullptr && t < n_tiles; t += 2) {
+        for (int64_t t = 0; t < n_tiles; t += 2) {
           if (t + 1 < n_tiles) {
             qk_tiles<2>(qr, panel + t * d * kKeyTile, d, s.scale, scores + t * kKeyTile);
           } else {
@@ -225,22 +191,6 @@ void task_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q
           }
         }
         const int live = static_cast<int>(min_i64(kRows, rows - g));  // rows past the end: padding
-        if (p.k_panels == nullptr) {
-          switch (live) {
-            case 4:
-              qk_direct<4>(qr, k_rows, d, s.scale, group_keys, scores);
-              break;
-            case 3:
-              qk_direct<3>(qr, k_rows, d, s.scale, group_keys, scores);
-              break;
-            case 2:
-              qk_direct<2>(qr, k_rows, d, s.scale, group_keys, scores);
-              break;
-            default:
-              qk_direct<1>(qr, k_rows, d, s.scale, group_keys, scores);
-              break;
-          }
-        }
         float alpha[kRows];
         softmax_block(scores, visible, n_tiles, m + g, l + g, alpha);
         float* og = o + g * d;

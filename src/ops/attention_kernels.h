@@ -1,6 +1,7 @@
-// Internal pieces of ops::attention: the scalar oracle and the per-ISA flash-attention kernels.
+// Internal pieces of ops::attention: the scalar oracle and the per-ISA flash-attention kernels for
+// many rows per key (prefill, vision); decode-like calls go to ops/attention_decode.h.
 //
-// The fast kernels work on one "task": one kv head and a block of queries. Its rows are the
+// The flash kernels work on one "task": one kv head and a block of queries. Its rows are the
 // (query, head-in-group) pairs, so the query heads of a GQA group share every K/V load. Keys are
 // visited in blocks with an online softmax (running max and sum per row), never an nq x nk
 // matrix. K is pre-transposed into panels of kKeyTile keys: panel[kvh][tile][c][kKeyTile], so
@@ -27,15 +28,13 @@ bool kernels_verified(IsaLevel isa);
 
 struct Problem {
   const float* q = nullptr;  // [nq, n_heads, head_dim]
-  // Keys and values as stored (fp32, half or 8-bit), read row by row through their pages. Only
-  // the AVX2 task reads half and 8-bit rows, and only without k_panels / v_packed.
+  // Keys and values as stored (fp32, half or 8-bit), read row by row through their pages by the
+  // decode kernels; the flash tasks read k_panels and v_packed instead.
   PagedKV kv;
-  // [n_kv_heads, ceil(nk / kKeyTile), head_dim, kKeyTile], or null: scores from the key rows
-  // directly (a dot product per key, no transpose: cheaper when few rows share each key, as in
-  // decode).
+  // [n_kv_heads, ceil(nk / kKeyTile), head_dim, kKeyTile] (flash tasks only).
   const float* k_panels = nullptr;
-  // v as [n_kv_heads, nk, head_dim], or null. Rows of v for one head are a page or more apart in
-  // the model's shapes, so a block of them would fight over the same few cache sets.
+  // v as [n_kv_heads, nk, head_dim] (flash tasks only). Rows of v for one head are a page or more
+  // apart in the model's shapes, so a block of them would fight over the same few cache sets.
   const float* v_packed = nullptr;
   float* out = nullptr;  // [nq, n_heads, head_dim]
   int64_t nq = 0;

@@ -63,6 +63,9 @@ covers(r.stages.decode_ms_per_token, ["gemv", "attention", "lm_head", "sampler",
        1000 / r.decode_tok_per_s, "decode ");
 covers(r.stages.decode_ctx1k_ms_per_token, ["gemv", "attention", "lm_head", "sampler", "other"],
        1000 / r.decode_tok_per_s_ctx1k, "decode at 1k ");
+// The KV cache read by decode attention after a context, against DRAM bandwidth.
+positive(r.stage_efficiency, "decode_attention_gb_per_s_ctx1k");
+percent(r.stage_efficiency, "decode_attention_pct_of_dram_ctx1k");
 for (const [o, k] of [[r.stages.prefill_ms, "gemm"], [r.stages.decode_ms_per_token, "gemv"],
                       [r.stages.vision_448x448_ms, "blocks_gemm"]])
   positive(o, k);
