@@ -137,9 +137,7 @@ void quantize_x(const float* x, int64_t m, int64_t k, int64_t depth, kernels::In
         if (offset) {
           for (int64_t j = 0; j < width; ++j) u[at + j] = static_cast<uint8_t>(q[at + j] + 128);
         }
-        if (wide) {
-          for (int64_t j = 0; j < width; ++j) w[at + j] = q[at + j];
-        }
+        if (wide) kernels::int8_widen_avx2(q + at, width, w + at);
       }
     }
   });

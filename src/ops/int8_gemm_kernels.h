@@ -91,6 +91,9 @@ struct Int8RepackSource {
 void int8_repack_avx2(const Int8RepackSource& src, int64_t g0, int64_t strips, int64_t nr,
                       int64_t b0, int64_t nbc, Int8PanelWeights weights, uint8_t* panel);
 
+// dst[j] = src[j] for j < n (n a multiple of 32): x widened for Int8XLayout::kInt16.
+void int8_widen_avx2(const int8_t* src, int64_t n, int16_t* dst);
+
 inline constexpr int64_t kInt8Avx2XRows = 4;
 inline constexpr int64_t kInt8Avx2Q8XRows = 6;
 inline constexpr int64_t kInt8Avx512XRows = 6;

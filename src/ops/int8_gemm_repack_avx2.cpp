@@ -1,7 +1,8 @@
 // Repacking of stored q8/q4 weights into the int8 GEMM's strips (layout in int8_gemm_kernels.h),
-// shared by every int8 micro-kernel (all of them run on AVX2 machines). A stored group of 4 rows
-// becomes 4 adjacent 32-bit lanes of every quad: a 4 x 8 transpose of 32-bit words per block.
-// Called only when the CPU has AVX2/F16C; no shared inline functions (see packed_kernels.h).
+// shared by every int8 micro-kernel (all of them run on AVX2 machines), and the widening of x. A
+// stored group of 4 rows becomes 4 adjacent 32-bit lanes of every quad: a 4 x 8 transpose of 32-bit
+// words per block. Called only when the CPU has AVX2/F16C; no shared inline functions (see
+// packed_kernels.h).
 #include <immintrin.h>
 
 #include "ops/int8_gemm_kernels.h"
@@ -97,6 +98,13 @@ void int8_repack_avx2(const Int8RepackSource& src, int64_t g0, int64_t strips, i
         }
       }
     }
+  }
+}
+
+void int8_widen_avx2(const int8_t* src, int64_t n, int16_t* dst) {
+  for (int64_t j = 0; j < n; j += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), _mm256_cvtepi8_epi16(v));
   }
 }
 
