@@ -70,11 +70,7 @@ struct Q8Pairs {
       const uint8_t* block = t.strip + b * block_bytes;
       const int16_t* xb = t.xw + b * 32;
       __m256i acc[R][2];
-      for (int i = 0; i < R; ++i) {
-        acc[i][0] = acc[i][1] = _mm256_setzero_si256();
-        // x rows stream from L2 (one line per row and block): ask for them a block ahead.
-        _mm_prefetch(reinterpret_cast<const char*>(xb + i * t.ldx + 2 * 32), _MM_HINT_T0);
-      }
+      for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
 #pragma GCC unroll 4
       for (int pair = 0; pair < 16; ++pair) {
         const __m256i w0 = load(block + pair * 64), w1 = load(block + pair * 64 + 32);
