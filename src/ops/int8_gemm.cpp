@@ -1,11 +1,11 @@
 // The int8 GEMM driver (see int8_gemm.h): x quantization, weight repacking, blocking, threads.
 //
 // Per thread, a block of kInt8RowBlock weight rows is repacked once for the whole depth
-// (int8_gemm_kernels.h, int8_gemm_repack_avx2.cpp; ~1.25 bytes per weight) and multiplied with
-// every row of x, so repacking costs O(n * k) per call against O(m * n * k) multiply-adds. x is
-// taken kInt8XBlock rows x info.depth columns at a time, so that the x chunk and the fp32 results
-// of those rows (kInt8XBlock x 64 floats, kept across chunks, written to y once with the bias)
-// stay in L2 whatever m is.
+// (int8_gemm_kernels.h, int8_gemm_repack_avx2.cpp; ~1.25 or 2.25 bytes per weight) and multiplied
+// with every row of x, so repacking costs O(n * k) per call against O(m * n * k) multiply-adds. x
+// is taken kInt8XBlock rows x info.depth columns at a time, so that the x chunk and the fp32
+// results of those rows (kInt8XBlock x 64 floats, kept across chunks, written to y once with the
+// bias) stay in L2 whatever m is.
 #include "ops/int8_gemm.h"
 
 #include <algorithm>
@@ -36,10 +36,10 @@ kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
   const Int8XLayout vnni_x = q8 ? Int8XLayout::kOffset8 : Int8XLayout::kInt8;
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
-      if (q8) {
-        return {kernels::int8_tile_q8_avx2, 16,
-                kernels::kInt8Avx2Q8XRows,  Int8XLayout::kInt16,
-                Int8PanelWeights::kPairs16, kInt8Depth / 2};
+      if (q8) {  // int16 strips: half the depth keeps a row block's chunk in L1
+        const int64_t depth = kInt8Depth / 2;
+        return {kernels::int8_tile_q8_avx2, 16,   kernels::kInt8Avx2Q8XRows, Int8XLayout::kInt16,
+                Int8PanelWeights::kPairs16, depth};
       }
       return {kernels::int8_tile_q4_avx2, 16, kernels::kInt8Avx2XRows, Int8XLayout::kInt8,
               Int8PanelWeights::kBytes};
@@ -94,8 +94,7 @@ void unpack_block(const PackedRows& p, bool q8, int64_t r, int64_t b, uint8_t* o
 }
 
 // x quantized for the kernels: int8 q, q + 128 (for kernels that read it), block scales and sums,
-// in
-// chunks of `depth` columns: chunk c holds every row's columns [c0, c0 + width) (c0 = c * depth)
+// in chunks of `depth` columns: chunk c holds every row's columns [c0, c0 + width) (c0 = c * depth)
 // at c0 * m + i * width (scales and sums at c0 / 32 * m + i * blocks), so the kernels stream each
 // chunk of x as one contiguous range.
 struct QuantizedX {
