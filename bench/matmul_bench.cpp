@@ -4,7 +4,9 @@
 // are random bf16 in Qwen3-VL-2B shapes ([out, in]); the exact baseline reads them as stored.
 // BM_GemmAct compares the GEMM's fp32 and int8 activations (q8/q4) in one run, at 1 and 2 threads,
 // as GOP/s (2 * m * n * k) on wall time and per CPU-second of the process (GOP/cpu_s, robust to a
-// loaded machine); BM_Int8Peak is the int8 ceiling those are measured against.
+// loaded machine); BM_Int8Peak is the int8 ceiling those are measured against. BM_Int8Gemm runs
+// every int8 GEMM micro-kernel this CPU runs (int8_gemm.h) on prompt shapes (m = 512), for A/B
+// of a new kernel against the former one in the same run.
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
@@ -18,6 +20,7 @@
 
 #include "base/half.h"
 #include "base/thread_pool.h"
+#include "ops/int8_gemm.h"
 #include "ops/packed_matrix.h"
 
 namespace {
@@ -104,6 +107,25 @@ void run_gemm_activations(benchmark::State& state, QuantType type, qvl::ops::Gem
   state.counters["GOP/cpu_s"] = ops / cpu;
 }
 
+void run_int8_gemm(benchmark::State& state, QuantType type, qvl::ops::Int8GemmKernel kernel,
+                   int64_t m, int64_t rows, int64_t cols, int threads) {
+  if (qvl::ThreadPool::global().size() != threads) qvl::ThreadPool::set_global_threads(threads);
+  const PackedMatrix& w = packed(type, rows, cols);
+  const std::vector<float> x = activations(m, cols);
+  std::vector<float> y(static_cast<size_t>(m * rows));
+  const double cpu0 = process_cpu_seconds();
+  for (auto _ : state) {
+    qvl::ops::int8_gemm(kernel, x.data(), m, w, nullptr, y.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double cpu = process_cpu_seconds() - cpu0;
+  const double ops =
+      2e-9 * static_cast<double>(m * rows * cols) * static_cast<double>(state.iterations());
+  state.counters["GOP/s"] = benchmark::Counter(ops, benchmark::Counter::kIsRate);
+  state.counters["GOP/cpu_s"] = ops / cpu;
+}
+
 // Throughput of the AVX2 int8 multiply-add sequence the int8 GEMM is built on (vpmaddubsw,
 // vpmaddwd, vpaddd: 32 multiply-adds per 256-bit vector), 8 independent accumulators, operands in
 // registers: the int8 ceiling of one core.
@@ -167,6 +189,29 @@ const int registered = [] {
   }
   if (qvl::ops::best_isa() != qvl::ops::IsaLevel::kScalar) {
     benchmark::RegisterBenchmark("BM_Int8Peak/avx2", BM_Int8Peak)->Unit(benchmark::kMillisecond);
+  }
+  // Prompt shapes [out, in]: attention q/o, k/v, MLP gate/up, MLP down.
+  const Shape prompt_shapes[] = {{"2048x2048", 2048, 2048},
+                                 {"1024x2048", 1024, 2048},
+                                 {"6144x2048", 6144, 2048},
+                                 {"2048x6144", 2048, 6144}};
+  for (const Shape& s : prompt_shapes) {
+    for (QuantType t : {QuantType::kQ8, QuantType::kQ4}) {
+      for (auto kernel :
+           {qvl::ops::Int8GemmKernel::kAvx2Sign, qvl::ops::Int8GemmKernel::kAvx2,
+            qvl::ops::Int8GemmKernel::kAvxVnni, qvl::ops::Int8GemmKernel::kAvx512Vnni}) {
+        if (!qvl::ops::cpu_runs_int8_gemm_kernel(kernel)) continue;
+        for (int threads : {1, 2}) {
+          const std::string name =
+              std::string("BM_Int8Gemm/") + s.what + "/m512/" + qvl::ops::quant_type_name(t) + "/" +
+              qvl::ops::int8_gemm_kernel_name(kernel) + "/t" + std::to_string(threads);
+          benchmark::RegisterBenchmark(name.c_str(), run_int8_gemm, t, kernel, int64_t{512}, s.rows,
+                                       s.cols, threads)
+              ->UseRealTime()
+              ->Unit(benchmark::kMillisecond);
+        }
+      }
+    }
   }
   // [rows, cols] = [out, in]: attention 2048x2048, MLP down 2048x6144, vision MLP fc1 4096x1024.
   const Shape gemm_shapes[] = {

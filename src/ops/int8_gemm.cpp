@@ -1,11 +1,11 @@
 // The int8 GEMM driver (see int8_gemm.h): x quantization, weight repacking, blocking, threads.
 //
 // Per thread, a block of kInt8RowBlock weight rows is repacked once for the whole depth
-// (int8_gemm_kernels.h, int8_gemm_repack_avx2.cpp; ~1.25 bytes per weight) and multiplied with
-// every row of x, so repacking costs O(n * k) per call against O(m * n * k) multiply-adds. x is
-// taken kInt8XBlock rows x kInt8Depth columns at a time, so that the x chunk and the fp32 results
-// of those rows (kInt8XBlock x 64 floats, kept across chunks, written to y once with the bias)
-// stay in L2 whatever m is.
+// (int8_gemm_kernels.h, int8_gemm_repack_avx2.cpp; ~1.25 or 2.25 bytes per weight) and multiplied
+// with every row of x, so repacking costs O(n * k) per call against O(m * n * k) multiply-adds. x
+// is taken kInt8XBlock rows x info.depth columns at a time, so that the x chunk and the fp32
+// results of those rows (kInt8XBlock x 64 floats, kept across chunks, written to y once with the
+// bias) stay in L2 whatever m is.
 #include "ops/int8_gemm.h"
 
 #include <algorithm>
@@ -30,20 +30,31 @@ using kernels::kRows;
 using kernels::kScaleBytes;
 
 kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
+  using kernels::Int8PanelWeights;
+  using kernels::Int8XLayout;
   const bool q8 = type == QuantType::kQ8;
+  const Int8XLayout vnni_x = q8 ? Int8XLayout::kOffset8 : Int8XLayout::kInt8;
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
-      return {q8 ? kernels::int8_tile_q8_avx2 : kernels::int8_tile_q4_avx2, 16,
-              kernels::kInt8Avx2XRows, false};
+      if (q8) {  // int16 strips: half the depth keeps a row block's chunk in L1
+        const int64_t depth = kInt8Depth / 2;
+        return {kernels::int8_tile_q8_avx2, 16,   kernels::kInt8Avx2Q8XRows, Int8XLayout::kInt16,
+                Int8PanelWeights::kPairs16, depth};
+      }
+      return {kernels::int8_tile_q4_avx2, 16, kernels::kInt8Avx2XRows, Int8XLayout::kInt8,
+              Int8PanelWeights::kBytes};
+    case Int8GemmKernel::kAvx2Sign:
+      return {q8 ? kernels::int8_tile_q8_avx2_sign : kernels::int8_tile_q4_avx2, 16,
+              kernels::kInt8Avx2XRows, Int8XLayout::kInt8, Int8PanelWeights::kBytes};
     case Int8GemmKernel::kAvxVnni:
       return {q8 ? kernels::int8_tile_q8_avxvnni : kernels::int8_tile_q4_avxvnni, 16,
-              kernels::kInt8Avx2XRows, q8};
+              kernels::kInt8Avx2XRows, vnni_x, Int8PanelWeights::kBytes};
     case Int8GemmKernel::kAvx512Vnni:
       return {q8 ? kernels::int8_tile_q8_avx512 : kernels::int8_tile_q4_avx512, 32,
-              kernels::kInt8Avx512XRows, q8};
+              kernels::kInt8Avx512XRows, vnni_x, Int8PanelWeights::kBytes};
     case Int8GemmKernel::kAvxVnniEmulated:
       return {q8 ? kernels::int8_tile_q8_avxvnni_emulated : kernels::int8_tile_q4_avxvnni_emulated,
-              16, kernels::kInt8Avx2XRows, q8};
+              16, kernels::kInt8Avx2XRows, vnni_x, Int8PanelWeights::kBytes};
   }
   fail(ErrorCode::kInternal, "unknown int8 GEMM kernel");
 }
@@ -82,9 +93,9 @@ void unpack_block(const PackedRows& p, bool q8, int64_t r, int64_t b, uint8_t* o
   }
 }
 
-// x quantized for the kernels: int8 q, q + 128 (offset kernels only), block scales and sums, in
-// chunks of kInt8Depth columns: chunk c holds every row's columns [256c, 256c + width) at
-// c * 256 * m + i * width (scales and sums at c * 8 * m + i * blocks), so the kernels stream each
+// x quantized for the kernels: int8 q, q + 128 (for kernels that read it), block scales and sums,
+// in chunks of `depth` columns: chunk c holds every row's columns [c0, c0 + width) (c0 = c * depth)
+// at c0 * m + i * width (scales and sums at c0 / 32 * m + i * blocks), so the kernels stream each
 // chunk of x as one contiguous range.
 struct QuantizedX {
   AlignedBuffer<int8_t> q;
@@ -94,13 +105,17 @@ struct QuantizedX {
 };
 thread_local QuantizedX t_x;
 
+// xw: the x rows of one tile call as int16 (Int8XLayout::kInt16), widened from q once per chunk
+// for all strips: x stays 1 byte per value in memory, where it streams from.
 struct ThreadBuffers {
   AlignedBuffer<uint8_t> panel;
   AlignedBuffer<float> c;
+  AlignedBuffer<int16_t> xw;
 };
 thread_local ThreadBuffers t_buffers;
 
-void quantize_x(const float* x, int64_t m, int64_t k, bool offset) {
+void quantize_x(const float* x, int64_t m, int64_t k, int64_t depth, kernels::Int8XLayout layout) {
+  const bool offset = layout == kernels::Int8XLayout::kOffset8;
   const int64_t nb = k / kCols;
   t_x.q.resize(static_cast<size_t>(m * k));
   t_x.u.resize(offset ? static_cast<size_t>(m * k) : 0);
@@ -112,13 +127,14 @@ void quantize_x(const float* x, int64_t m, int64_t k, bool offset) {
   int32_t* sum = t_x.sum.data();
   ThreadPool::global().parallel_for(static_cast<size_t>(m), [&](size_t i0, size_t i1) {
     for (auto i = static_cast<int64_t>(i0); i < static_cast<int64_t>(i1); ++i) {
-      for (int64_t c0 = 0; c0 < k; c0 += kInt8Depth) {
-        const int64_t width = std::min(kInt8Depth, k - c0), at = c0 * m + i * width;
+      for (int64_t c0 = 0; c0 < k; c0 += depth) {
+        const int64_t width = std::min(depth, k - c0), at = c0 * m + i * width;
         const int64_t blocks = width / kCols, block_at = c0 / kCols * m + i * blocks;
         kernels::quantize_row_avx2(x + i * k + c0, blocks, q + at, scale + block_at,
                                    sum + block_at);
-        if (!offset) continue;
-        for (int64_t j = 0; j < width; ++j) u[at + j] = static_cast<uint8_t>(q[at + j] + 128);
+        if (offset) {
+          for (int64_t j = 0; j < width; ++j) u[at + j] = static_cast<uint8_t>(q[at + j] + 128);
+        }
       }
     }
   });
@@ -130,6 +146,8 @@ const char* int8_gemm_kernel_name(Int8GemmKernel kernel) {
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
       return "avx2";
+    case Int8GemmKernel::kAvx2Sign:
+      return "avx2-sign";
     case Int8GemmKernel::kAvxVnni:
       return "avx-vnni";
     case Int8GemmKernel::kAvx512Vnni:
@@ -151,6 +169,7 @@ bool cpu_has_avx_vnni() {
 bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
+    case Int8GemmKernel::kAvx2Sign:
     case Int8GemmKernel::kAvxVnniEmulated:
       return cpu_isa() != IsaLevel::kScalar;
     case Int8GemmKernel::kAvxVnni:
@@ -168,16 +187,17 @@ void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMat
   const kernels::Int8KernelInfo info = kernel_info(kernel, w.type());
   const bool q8 = w.type() == QuantType::kQ8;
   const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
-  quantize_x(x, m, k, info.x_offset);
+  quantize_x(x, m, k, info.depth, info.x_layout);
   const PackedRows packed(w, nb);
   const kernels::Int8RepackSource source{packed.bytes, packed.group_bytes, packed.scale_bytes,
                                          (n + kRows - 1) / kRows, q8};
   const int64_t row_blocks = (n + kInt8RowBlock - 1) / kInt8RowBlock;
-  const int64_t block_bytes = kernels::int8_strip_block_bytes(info.strip_rows);
-  const int64_t depth_blocks = kInt8Depth / kCols;
+  const int64_t block_bytes = kernels::int8_strip_block_bytes(info.strip_rows, info.weights);
+  const int64_t depth_blocks = info.depth / kCols;
   // The calling thread's quantized x (t_x of a pool thread is another buffer).
   const int8_t* const xq = t_x.q.data();
-  const uint8_t* const xu = info.x_offset ? t_x.u.data() : nullptr;
+  const uint8_t* const xu = t_x.u.empty() ? nullptr : t_x.u.data();
+  const bool wide = info.x_layout == kernels::Int8XLayout::kInt16;
   const float* const xscale = t_x.scale.data();
   const int32_t* const xsum = t_x.sum.data();
 
@@ -186,10 +206,11 @@ void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMat
     const int64_t strip_bytes = nb * block_bytes;
     buf.panel.resize(static_cast<size_t>(kInt8RowBlock / info.strip_rows * strip_bytes));
     buf.c.resize(static_cast<size_t>(std::min(m, kInt8XBlock) * kInt8RowBlock));
+    buf.xw.resize(wide ? static_cast<size_t>(info.x_rows * info.depth) : 0);
     for (auto rb = static_cast<int64_t>(rb0); rb < static_cast<int64_t>(rb1); ++rb) {
       const int64_t r0 = rb * kInt8RowBlock, rows = std::min(kInt8RowBlock, n - r0);
       const int64_t strips = (rows + info.strip_rows - 1) / info.strip_rows;
-      kernels::int8_repack_avx2(source, r0 / kRows, strips, info.strip_rows, 0, nb,
+      kernels::int8_repack_avx2(source, r0 / kRows, strips, info.strip_rows, 0, nb, info.weights,
                                 buf.panel.data());
       for (int64_t m0 = 0; m0 < m; m0 += kInt8XBlock) {
         const int64_t m1 = std::min(m, m0 + kInt8XBlock);
@@ -206,6 +227,10 @@ void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMat
             t.ldx = width;
             t.ldxs = nbc;
             t.rows = std::min(info.x_rows, m1 - i0);
+            if (wide) {
+              kernels::int8_widen_avx2(t.xq, t.rows * width, buf.xw.data());
+              t.xw = buf.xw.data();
+            }
             t.ldc = kInt8RowBlock;
             for (int64_t s = 0; s < strips; ++s) {
               t.strip = buf.panel.data() + s * strip_bytes + b0 * block_bytes;

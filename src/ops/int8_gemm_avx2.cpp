@@ -1,18 +1,18 @@
-// AVX2 micro-kernels of the int8 GEMM (see int8_gemm_kernels.h): x rows [1, 4] x 16 weight rows
-// (two vectors of 8 rows, 4 columns per 32-bit lane), x broadcast 4 bytes at a time.
-//
-// vpmaddubsw multiplies unsigned by signed bytes and adds pairs into int16 with saturation, so
-// each type uses an operand split that cannot saturate (results are exact):
-//   q8: |x| (<= 127, vpabsb once per broadcast) times w with the sign of x (|w| <= 127): a pair
-//       is at most 2 * 127 * 127 = 32258 < 32767; vpmaddwd then widens to int32 every step. (The
-//       alternative, x + 128 as the unsigned operand, reaches 2 * 255 * 127 and saturates; 7-bit
-//       x would double the activation rounding error. The vpsignb costs one more uop per product
-//       vector: 12% of the vpmaddubsw + vpmaddwd + vpaddd throughput on Zen 3 by our probe.)
-//   q4: the stored nibble q + 8 (<= 15) times x (|x| <= 127): a pair is at most 3810, so the 8
-//       steps of a block (30480) are summed in int16 and widened once per block; the offset is
-//       taken off as 8 * sum(x) of the block.
+// AVX2 micro-kernels of the int8 GEMM (see int8_gemm_kernels.h): x rows [1, R] x 16 weight rows
+// (two vectors of 8 rows), x broadcast 4 bytes at a time. All results are exact in int32:
+//   q8 (kPairs16): vpmaddwd on weights and x widened to int16, 2 columns per 32-bit lane: a pair
+//       is at most 2 * 127 * 127, and no operand needs a sign fix-up. AVX2 has no 8-bit multiply
+//       that sums into int32, so vpmaddwd (16 products per instruction) matches the throughput of
+//       vpmaddubsw + vpmaddwd (32 per two) and leaves the other two vector pipes to the vpaddd.
+//   q4: the stored nibble q + 8 (<= 15) times x (|x| <= 127) by vpmaddubsw: a pair is at most
+//       3810, so the 8 steps of a block (30480) are summed in int16 and widened once per block;
+//       the offset is taken off as 8 * sum(x) of the block.
+//   q8 by the sign trick (the former kernel, kept as the benchmarks' baseline): vpmaddubsw(|x|,
+//       sign(w, x)) + vpmaddwd every step. vpsignb/vpabsb share Zen 3's multiply pipes, which
+//       held it near 60% of the vpmaddubsw + vpmaddwd peak.
 // Per block of 32 columns the int32 dot products are scaled by (weight scale * x scale) and added
-// to the fp32 outputs in c (there are not enough registers to keep them, so c stays in L1).
+// to the fp32 outputs in c (there are not enough registers to keep them, so c stays in L1). Every
+// x row goes through the same instructions whatever R and its place in the tile.
 // Called only when the CPU has AVX2/FMA; no shared inline functions (see packed_kernels.h).
 #include <immintrin.h>
 
@@ -28,7 +28,6 @@ namespace qvl::ops::kernels {
 namespace {
 
 constexpr int64_t kNr = 16;
-constexpr int64_t kBlockBytes = int8_strip_block_bytes(kNr);
 
 inline __m256i broadcast4(const void* p) {
   int32_t v;
@@ -40,11 +39,16 @@ inline __m256i load(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
+// Pins v to a register at this point at no cost. Without it GCC reassociates the unrolled integer
+// sums, computes every product first and spills most of them.
+inline void keep_in_register(__m256i& v) {
+  asm("" : "+x"(v));
+}
+
 // c[i][0..16) += dot[i][v] * weight scales * x scale of row i, for block b.
 template <int R>
 inline void scale_into_c(const float* xscale, int64_t ldxs, float* __restrict c, int64_t ldc,
-                         const uint8_t* block, const __m256i (&dot)[R][2]) {
-  const auto* scales = reinterpret_cast<const float*>(block + 32 * kNr);
+                         const float* scales, const __m256i (&dot)[R][2]) {
   const __m256 s0 = _mm256_loadu_ps(scales), s1 = _mm256_loadu_ps(scales + 8);
   for (int i = 0; i < R; ++i) {
     const __m256 sx = _mm256_set1_ps(xscale[i * ldxs]);
@@ -56,60 +60,102 @@ inline void scale_into_c(const float* xscale, int64_t ldxs, float* __restrict c,
   }
 }
 
-template <int R>
-void tile_q8(const Int8Tile& t) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  const int8_t* const xq = t.xq;
-  const int64_t ldx = t.ldx;
-  for (int64_t b = 0; b < t.nblocks; ++b) {
-    const uint8_t* block = t.strip + b * kBlockBytes;
-    const int8_t* xb = xq + b * 32;
-    __m256i acc[R][2];
-    for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
-#pragma GCC unroll 2  // measured: fuller unrolling makes GCC spill accumulators
-    for (int quad = 0; quad < 8; ++quad) {
-      const __m256i w0 = load(block + quad * 64), w1 = load(block + quad * 64 + 32);
+// q8 on the int16 panel: per block 16 steps of 2 columns, vpmaddwd + vpaddd per product vector.
+struct Q8Pairs {
+  static constexpr Int8PanelWeights kWeights = Int8PanelWeights::kPairs16;
+  template <int R>
+  static void run(const Int8Tile& t) {
+    constexpr int64_t block_bytes = int8_strip_block_bytes(kNr, kWeights);
+    for (int64_t b = 0; b < t.nblocks; ++b) {
+      const uint8_t* block = t.strip + b * block_bytes;
+      const int16_t* xb = t.xw + b * 32;
+      __m256i acc[R][2];
+      for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int pair = 0; pair < 16; ++pair) {
+        const __m256i w0 = load(block + pair * 64), w1 = load(block + pair * 64 + 32);
 #pragma GCC unroll 6
-      for (int i = 0; i < R; ++i) {
-        const __m256i xs = broadcast4(xb + i * ldx + quad * 4);
-        const __m256i xa = _mm256_abs_epi8(xs);
-        acc[i][0] = _mm256_add_epi32(
-            acc[i][0], _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(w0, xs)), ones));
-        acc[i][1] = _mm256_add_epi32(
-            acc[i][1], _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(w1, xs)), ones));
+        for (int i = 0; i < R; ++i) {
+          const __m256i xs = broadcast4(xb + i * t.ldx + pair * 2);
+          acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(w0, xs));
+          acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(w1, xs));
+          keep_in_register(acc[i][0]);
+          keep_in_register(acc[i][1]);
+        }
       }
+      scale_into_c<R>(t.xscale + b, t.ldxs, t.c, t.ldc,
+                      reinterpret_cast<const float*>(block + 64 * kNr), acc);
     }
-    scale_into_c<R>(t.xscale + b, t.ldxs, t.c, t.ldc, block, acc);
   }
+};
+
+// The byte-panel kernels: per block 8 steps of 4 columns; Step multiplies one weight vector with
+// one row's broadcast x into the accumulator and Finish turns it into the block's int32 dots.
+template <class Step>
+void byte_tile_block(const Int8Tile& t, int64_t b, __m256i (&acc)[Step::kRows][2]) {
+  constexpr int R = Step::kRows;
+  const uint8_t* block = t.strip + b * int8_strip_block_bytes(kNr);
+  const int8_t* xb = t.xq + b * 32;
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+  for (int quad = 0; quad < 8; ++quad) {
+    const __m256i w0 = load(block + quad * 64), w1 = load(block + quad * 64 + 32);
+#pragma GCC unroll 6
+    for (int i = 0; i < R; ++i) {
+      const __m256i xs = broadcast4(xb + i * t.ldx + quad * 4);
+      Step::step(acc[i], w0, w1, xs);
+    }
+  }
+  for (int i = 0; i < R; ++i) Step::finish(acc[i], t.xsum[i * t.ldxs + b]);
+  scale_into_c<R>(t.xscale + b, t.ldxs, t.c, t.ldc,
+                  reinterpret_cast<const float*>(block + 32 * kNr), acc);
 }
 
 template <int R>
-void tile_q4(const Int8Tile& t) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  const int8_t* const xq = t.xq;
-  const int64_t ldx = t.ldx;
-  for (int64_t b = 0; b < t.nblocks; ++b) {
-    const uint8_t* block = t.strip + b * kBlockBytes;
-    const int8_t* xb = xq + b * 32;
-    __m256i acc[R][2];
-    for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-    for (int quad = 0; quad < 8; ++quad) {
-      const __m256i w0 = load(block + quad * 64), w1 = load(block + quad * 64 + 32);
-#pragma GCC unroll 6
-      for (int i = 0; i < R; ++i) {
-        const __m256i xs = broadcast4(xb + i * ldx + quad * 4);
-        acc[i][0] = _mm256_add_epi16(acc[i][0], _mm256_maddubs_epi16(w0, xs));
-        acc[i][1] = _mm256_add_epi16(acc[i][1], _mm256_maddubs_epi16(w1, xs));
-      }
-    }
-    for (int i = 0; i < R; ++i) {
-      const __m256i offset = _mm256_set1_epi32(8 * t.xsum[i * t.ldxs + b]);
-      acc[i][0] = _mm256_sub_epi32(_mm256_madd_epi16(acc[i][0], ones), offset);
-      acc[i][1] = _mm256_sub_epi32(_mm256_madd_epi16(acc[i][1], ones), offset);
-    }
-    scale_into_c<R>(t.xscale + b, t.ldxs, t.c, t.ldc, block, acc);
+struct Q4NibbleStep {
+  static constexpr int kRows = R;
+  static void step(__m256i (&acc)[2], __m256i w0, __m256i w1, __m256i xs) {
+    acc[0] = _mm256_add_epi16(acc[0], _mm256_maddubs_epi16(w0, xs));
+    acc[1] = _mm256_add_epi16(acc[1], _mm256_maddubs_epi16(w1, xs));
   }
+  static void finish(__m256i (&acc)[2], int32_t xsum) {
+    const __m256i ones = _mm256_set1_epi16(1), offset = _mm256_set1_epi32(8 * xsum);
+    acc[0] = _mm256_sub_epi32(_mm256_madd_epi16(acc[0], ones), offset);
+    acc[1] = _mm256_sub_epi32(_mm256_madd_epi16(acc[1], ones), offset);
+  }
+};
+
+template <int R>
+struct Q8SignStep {
+  static constexpr int kRows = R;
+  static void step(__m256i (&acc)[2], __m256i w0, __m256i w1, __m256i xs) {
+    const __m256i ones = _mm256_set1_epi16(1), xa = _mm256_abs_epi8(xs);
+    acc[0] = _mm256_add_epi32(
+        acc[0], _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(w0, xs)), ones));
+    acc[1] = _mm256_add_epi32(
+        acc[1], _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(w1, xs)), ones));
+  }
+  static void finish(__m256i (&)[2], int32_t) {}
+};
+
+template <template <int> class Step>
+struct ByteTile {
+  template <int R>
+  static void run(const Int8Tile& t) {
+    for (int64_t b = 0; b < t.nblocks; ++b) {
+      __m256i acc[R][2];
+      byte_tile_block<Step<R>>(t, b, acc);
+    }
+  }
+};
+
+// Kernel::run<R> for R = t.rows (rows past MaxRows never come).
+template <class Kernel, int MaxRows>
+void run_rows(const Int8Tile& t) {
+  if constexpr (MaxRows > 1) {
+    if (t.rows < MaxRows) return run_rows<Kernel, MaxRows - 1>(t);
+  }
+  Kernel::template run<MaxRows>(t);
 }
 
 // vpdpbusd in AVX2, exactly: bytes widened to 16 bit (a unsigned, b signed), even and odd pairs
@@ -135,29 +181,13 @@ void int8_tile_q4_avxvnni_emulated(const Int8Tile& t) {
 }
 
 void int8_tile_q8_avx2(const Int8Tile& t) {
-  switch (t.rows) {
-    case 1:
-      return tile_q8<1>(t);
-    case 2:
-      return tile_q8<2>(t);
-    case 3:
-      return tile_q8<3>(t);
-    default:
-      return tile_q8<4>(t);
-  }
+  run_rows<Q8Pairs, kInt8Avx2Q8XRows>(t);
 }
-
 void int8_tile_q4_avx2(const Int8Tile& t) {
-  switch (t.rows) {
-    case 1:
-      return tile_q4<1>(t);
-    case 2:
-      return tile_q4<2>(t);
-    case 3:
-      return tile_q4<3>(t);
-    default:
-      return tile_q4<4>(t);
-  }
+  run_rows<ByteTile<Q4NibbleStep>, kInt8Avx2XRows>(t);
+}
+void int8_tile_q8_avx2_sign(const Int8Tile& t) {
+  run_rows<ByteTile<Q8SignStep>, kInt8Avx2XRows>(t);
 }
 
 }  // namespace qvl::ops::kernels

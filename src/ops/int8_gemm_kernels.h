@@ -9,6 +9,8 @@
 //   [NR float]                    the row's block scale (its fp16 scale widened)
 //   [NR int32]                    128 * sum of the row's 32 weights (q8: the x + 128 correction)
 // q8 weights are stored as int8 q; q4 as the stored nibble q + 8 in [1, 15] (unsigned).
+// Kernels that multiply in 16 bit (Int8PanelWeights::kPairs16) get q8 weights widened to int16
+// instead, [16 pairs][NR rows][2 int16]: 2 consecutive columns of a row per 32-bit lane.
 #pragma once
 
 #include <cstddef>
@@ -16,13 +18,22 @@
 
 namespace qvl::ops::kernels {
 
-inline constexpr int64_t kInt8Depth = 256;    // columns repacked and multiplied per chunk
+inline constexpr int64_t kInt8Depth = 256;    // columns multiplied per chunk (byte panels)
 inline constexpr int64_t kInt8RowBlock = 64;  // weight rows per block (a multiple of every NR)
 inline constexpr int64_t kInt8XBlock = 256;   // x rows per pass over a row block's depth
 
-// Bytes of one block of 32 columns of a strip of nr rows.
-constexpr int64_t int8_strip_block_bytes(int64_t nr) {
-  return nr * (32 + 4 + 4);
+// How a kernel wants the weights in its strips and x in its tiles.
+enum class Int8PanelWeights { kBytes, kPairs16 };
+enum class Int8XLayout { kInt8, kOffset8, kInt16 };  // q, q + 128 (unsigned), q as int16
+
+// Bytes of the weights of one block of 32 columns of one row.
+constexpr int64_t int8_weight_bytes(Int8PanelWeights w) {
+  return w == Int8PanelWeights::kPairs16 ? 64 : 32;
+}
+// Bytes of one block of 32 columns of a strip of nr rows (weights, scales, sums).
+constexpr int64_t int8_strip_block_bytes(int64_t nr,
+                                         Int8PanelWeights w = Int8PanelWeights::kBytes) {
+  return nr * (int8_weight_bytes(w) + 4 + 4);
 }
 
 // One micro-kernel call: rows x rows of x against one strip over nblocks blocks, adding to c.
@@ -30,7 +41,8 @@ struct Int8Tile {
   const uint8_t* strip;  // the strip's first block in this chunk
   int64_t nblocks;
   const int8_t* xq;     // x row i, chunk start: xq + i * ldx (int8 q, see quantize_row_scalar)
-  const uint8_t* xu;    // the same bytes as q + 128 (offset kernels only)
+  const uint8_t* xu;    // the same as q + 128 (Int8XLayout::kOffset8 kernels only)
+  const int16_t* xw;    // the same as int16 (Int8XLayout::kInt16 kernels only)
   const float* xscale;  // x row i, block b of the chunk: xscale[i * ldxs + b]
   const int32_t* xsum;  // sum of the block's q, same indexing as xscale
   int64_t ldx, ldxs;
@@ -40,18 +52,23 @@ struct Int8Tile {
 };
 using Int8TileKernel = void (*)(const Int8Tile& t);
 
-// x_offset: the kernel reads xu (q + 128).
+// depth: columns per chunk (a multiple of 32), so that the chunk of a row block's strips stays in
+// L1 (kInt8Depth for byte panels, half for kPairs16).
 struct Int8KernelInfo {
   Int8TileKernel tile;
   int64_t strip_rows;
   int64_t x_rows;
-  bool x_offset;
+  Int8XLayout x_layout;
+  Int8PanelWeights weights;
+  int64_t depth = kInt8Depth;
 };
 
-// AVX2: q8 by vpmaddubsw(|x|, sign(w, x)) + vpmaddwd, q4 by vpmaddubsw(nibble, x) summed in 16 bit
-// over a block (see int8_gemm_avx2.cpp).
+// AVX2: q8 by vpmaddwd on int16 weights and x (kPairs16, kInt16), q4 by vpmaddubsw(nibble, x)
+// summed in 16 bit over a block (see int8_gemm_avx2.cpp). int8_tile_q8_avx2_sign is the former q8
+// kernel, vpmaddubsw(|x|, sign(w, x)) + vpmaddwd on the byte panel: the benchmarks' baseline.
 void int8_tile_q8_avx2(const Int8Tile& t);
 void int8_tile_q4_avx2(const Int8Tile& t);
+void int8_tile_q8_avx2_sign(const Int8Tile& t);
 // AVX-VNNI (256-bit vpdpbusd) and AVX-512 VNNI (512-bit).
 void int8_tile_q8_avxvnni(const Int8Tile& t);
 void int8_tile_q4_avxvnni(const Int8Tile& t);
@@ -69,11 +86,16 @@ struct Int8RepackSource {
   bool q8;
 };
 // Repacks `strips` strips of nr rows starting at group g0 (row 4 * g0), blocks [b0, b0 + nbc),
-// into panel (strip s at s * nbc * int8_strip_block_bytes(nr)). Sums are written for q8 only.
+// into panel (strip s at s * nbc * int8_strip_block_bytes(nr, weights)). Sums are written for q8
+// only; kPairs16 is for q8 only.
 void int8_repack_avx2(const Int8RepackSource& src, int64_t g0, int64_t strips, int64_t nr,
-                      int64_t b0, int64_t nbc, uint8_t* panel);
+                      int64_t b0, int64_t nbc, Int8PanelWeights weights, uint8_t* panel);
+
+// dst[j] = src[j] for j < n (n a multiple of 32): x widened for Int8XLayout::kInt16.
+void int8_widen_avx2(const int8_t* src, int64_t n, int16_t* dst);
 
 inline constexpr int64_t kInt8Avx2XRows = 4;
+inline constexpr int64_t kInt8Avx2Q8XRows = 6;
 inline constexpr int64_t kInt8Avx512XRows = 6;
 
 }  // namespace qvl::ops::kernels

@@ -1,7 +1,8 @@
 // Repacking of stored q8/q4 weights into the int8 GEMM's strips (layout in int8_gemm_kernels.h),
-// shared by every int8 micro-kernel (all of them run on AVX2 machines). A stored group of 4 rows
-// becomes 4 adjacent 32-bit lanes of every quad: a 4 x 8 transpose of 32-bit words per block.
-// Called only when the CPU has AVX2/F16C; no shared inline functions (see packed_kernels.h).
+// shared by every int8 micro-kernel (all of them run on AVX2 machines), and the widening of x. A
+// stored group of 4 rows becomes 4 adjacent 32-bit lanes of every quad: a 4 x 8 transpose of 32-bit
+// words per block. Called only when the CPU has AVX2/F16C; no shared inline functions (see
+// packed_kernels.h).
 #include <immintrin.h>
 
 #include "ops/int8_gemm_kernels.h"
@@ -40,11 +41,29 @@ inline void group_rows(const Int8RepackSource& src, const uint8_t* group, int64_
   }
 }
 
+// Rows 0-3 of v, 8 32-bit words each, to words [w0, w0 + 8) of a strip block: word w of row r
+// goes to dst + (w * nr + r) * 4 (a 4 x 8 transpose of 32-bit words).
+inline void store_words(const __m256i (&v)[kRows], int64_t w0, int64_t nr, uint8_t* dst) {
+  const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]);
+  const __m256i t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]);
+  const __m256i t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+  const __m256i words[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
+                            _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
+  for (int64_t w = 0; w < 4; ++w) {  // words[w] holds word w (low half) and w + 4 (high half)
+    auto* lo = reinterpret_cast<__m128i*>(dst + (w0 + w) * nr * 4);
+    auto* hi = reinterpret_cast<__m128i*>(dst + (w0 + w + 4) * nr * 4);
+    _mm_storeu_si128(lo, _mm256_castsi256_si128(words[w]));
+    _mm_storeu_si128(hi, _mm256_extracti128_si256(words[w], 1));
+  }
+}
+
 }  // namespace
 
 void int8_repack_avx2(const Int8RepackSource& src, int64_t g0, int64_t strips, int64_t nr,
-                      int64_t b0, int64_t nbc, uint8_t* panel) {
-  const int64_t block_bytes = int8_strip_block_bytes(nr);
+                      int64_t b0, int64_t nbc, Int8PanelWeights weights, uint8_t* panel) {
+  const int64_t block_bytes = int8_strip_block_bytes(nr, weights);
+  const int64_t weight_bytes = int8_weight_bytes(weights);
   const int64_t groups_per_strip = nr / kRows;
   for (int64_t s = 0; s < strips; ++s) {
     for (int64_t gs = 0; gs < groups_per_strip; ++gs) {
@@ -52,8 +71,8 @@ void int8_repack_avx2(const Int8RepackSource& src, int64_t g0, int64_t strips, i
       const uint8_t* group = src.groups + g * src.group_bytes;
       for (int64_t b = 0; b < nbc; ++b) {
         uint8_t* dst = panel + (s * nbc + b) * block_bytes;
-        auto* scales = reinterpret_cast<float*>(dst + 32 * nr) + gs * kRows;
-        auto* sums = reinterpret_cast<int32_t*>(dst + 36 * nr) + gs * kRows;
+        auto* scales = reinterpret_cast<float*>(dst + weight_bytes * nr) + gs * kRows;
+        auto* sums = reinterpret_cast<int32_t*>(dst + (weight_bytes + 4) * nr) + gs * kRows;
         __m256i row[kRows];
         if (g < src.groups_total) {
           group_rows(src, group, b0 + b, row);
@@ -64,21 +83,28 @@ void int8_repack_avx2(const Int8RepackSource& src, int64_t g0, int64_t strips, i
           _mm_storeu_ps(scales, _mm_setzero_ps());
         }
         for (int r = 0; r < kRows; ++r) sums[r] = src.q8 ? offset_sum(row[r]) : 0;
-        // 4 x 8 words -> quads: quad q of rows 0-3 to dst + (q * nr + 4 gs) * 4.
-        const __m256i t0 = _mm256_unpacklo_epi32(row[0], row[1]);
-        const __m256i t1 = _mm256_unpackhi_epi32(row[0], row[1]);
-        const __m256i t2 = _mm256_unpacklo_epi32(row[2], row[3]);
-        const __m256i t3 = _mm256_unpackhi_epi32(row[2], row[3]);
-        const __m256i quads[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2),
-                                  _mm256_unpacklo_epi64(t1, t3), _mm256_unpackhi_epi64(t1, t3)};
-        for (int q = 0; q < 4; ++q) {  // quads[q] holds quad q (low half) and q + 4 (high half)
-          auto* lo = reinterpret_cast<__m128i*>(dst + (q * nr + gs * kRows) * 4);
-          auto* hi = reinterpret_cast<__m128i*>(dst + ((q + 4) * nr + gs * kRows) * 4);
-          _mm_storeu_si128(lo, _mm256_castsi256_si128(quads[q]));
-          _mm_storeu_si128(hi, _mm256_extracti128_si256(quads[q], 1));
+        uint8_t* rows_at = dst + gs * kRows * 4;
+        if (weights == Int8PanelWeights::kBytes) {  // words are quads of int8
+          store_words(row, 0, nr, rows_at);
+          continue;
+        }
+        for (int64_t half = 0; half < 2; ++half) {  // words are pairs of int16
+          __m256i wide[kRows];
+          for (int r = 0; r < kRows; ++r) {
+            wide[r] = _mm256_cvtepi8_epi16(half == 0 ? _mm256_castsi256_si128(row[r])
+                                                     : _mm256_extracti128_si256(row[r], 1));
+          }
+          store_words(wide, 8 * half, nr, rows_at);
         }
       }
     }
+  }
+}
+
+void int8_widen_avx2(const int8_t* src, int64_t n, int16_t* dst) {
+  for (int64_t j = 0; j < n; j += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + j));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), _mm256_cvtepi8_epi16(v));
   }
 }
 

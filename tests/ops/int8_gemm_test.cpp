@@ -140,10 +140,56 @@ TEST_P(Int8GemmKernels, RowsMatchTheDecodeGemv) {
   }
 }
 
+TEST_P(Int8GemmKernels, RowsDoNotDependOnMOrTheirPlaceInTheTile) {
+  // A row's result is computed by the same instructions whatever m (>= kGemmMinRows) and wherever
+  // the row falls in the x tile and x block, so prompt chunking cannot change results: rows of an
+  // m = 300 product equal, bit for bit, the same rows taken as products of their own.
+  const int64_t n = 40, k = 608, m = 300;
+  const auto w = random_vector(static_cast<size_t>(n * k), 100, 0.05f);
+  const auto x = random_vector(static_cast<size_t>(m * k), 101, 1.0f);
+  const auto bias = random_vector(static_cast<size_t>(n), 102, 1.0f);
+  for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+    const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
+    std::vector<float> all(static_cast<size_t>(m * n));
+    int8_gemm(GetParam(), x.data(), m, packed, bias.data(), all.data());
+    for (int64_t rows : {16, 17, 37, 64}) {
+      for (int64_t first : {int64_t{0}, int64_t{5}, int64_t{250} - rows, m - rows}) {
+        std::vector<float> part(static_cast<size_t>(rows * n));
+        int8_gemm(GetParam(), x.data() + first * k, rows, packed, bias.data(), part.data());
+        for (int64_t i = 0; i < rows; ++i) {
+          for (int64_t r = 0; r < n; ++r) {
+            ASSERT_EQ(part[static_cast<size_t>(i * n + r)],
+                      all[static_cast<size_t>((first + i) * n + r)])
+                << quant_type_name(type) << " m " << rows << " from x row " << first << ": row "
+                << i << ", w row " << r;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Int8GemmKernels, GivesTheBitsOfTheAvx2Kernel) {
+  // Every kernel forms the same exact int32 block dots and applies the same fp32 update per block
+  // (c = fma(dot, w scale * x scale, c), blocks in order), so all agree bit for bit.
+  if (!cpu_runs_int8_gemm_kernel(Int8GemmKernel::kAvx2)) GTEST_SKIP() << "no AVX2";
+  const int64_t n = 70, k = 1344, m = 29;
+  const auto w = random_vector(static_cast<size_t>(n * k), 110, 0.05f);
+  const auto x = random_vector(static_cast<size_t>(m * k), 111, 1.0f);
+  for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+    const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
+    std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
+    int8_gemm(Int8GemmKernel::kAvx2, x.data(), m, packed, nullptr, want.data());
+    int8_gemm(GetParam(), x.data(), m, packed, nullptr, got.data());
+    EXPECT_EQ(got, want) << quant_type_name(type);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllKernels, Int8GemmKernels,
                          ::testing::Values(Int8GemmKernel::kAvx2, Int8GemmKernel::kAvxVnni,
                                            Int8GemmKernel::kAvx512Vnni,
-                                           Int8GemmKernel::kAvxVnniEmulated),
+                                           Int8GemmKernel::kAvxVnniEmulated,
+                                           Int8GemmKernel::kAvx2Sign),
                          [](const ::testing::TestParamInfo<Int8GemmKernel>& info) {
                            std::string name = int8_gemm_kernel_name(info.param);
                            for (char& c : name) c = c == '-' ? '_' : c;
