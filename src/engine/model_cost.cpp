@@ -52,7 +52,9 @@ ModelCost model_cost(const ModelConfig& config, const TextWeights& text,
   c.vision_ops_per_patch = 2 * (patch_macs + token_macs / per_token);
   c.vision_attention_ops_per_pair =
       2.0 * 2.0 * static_cast<double>(v.hidden_size) * static_cast<double>(v.depth);
-  c.vision_weights = ops::quant_type_name(vision.patch_embed.type());
+  // The big matrices' type decides the arithmetic (the patch embedding stays at least bf16).
+  c.vision_weights = ops::quant_type_name(
+      vision.blocks.empty() ? vision.patch_embed.type() : vision.blocks[0].qkv.weight.type());
   return c;
 }
 

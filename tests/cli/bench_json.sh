@@ -6,6 +6,14 @@ QVL=$1 MODEL=$2
 out=$("$QVL" --log-level warn bench -m "$MODEL" --repeats 1 --prompt-tokens 64 --decode-tokens 8 \
       --skip-large-image --contexts 0,1024 --threads 1,2 --probe-seconds 0.02 --json | tail -1)
 probe=$("$QVL" --log-level warn bench --probe-only --probe-seconds 0.02 --json | tail -1)
+# q4 takes a q8 vision tower by default: the report names it and its int8 arithmetic.
+q4=$("$QVL" --log-level warn bench -m "$MODEL" --quant q4 --repeats 1 --prompt-tokens 16 \
+     --decode-tokens 2 --skip-large-image --contexts 0 --threads 1 --probe-seconds 0.02 --json |
+     tail -1)
+node -e '
+const r = JSON.parse(process.argv[1]);
+if (r.vision_weights !== "q8" || r.vision_arithmetic !== "int8") throw new Error("q4 vision " + process.argv[1]);
+' "$q4"
 node -e '
 const r = JSON.parse(process.argv[1]), probe = JSON.parse(process.argv[2]);
 const fail = (what) => { throw new Error(what + ": " + process.argv[1]); };
