@@ -8,6 +8,7 @@ namespace {
 constexpr int kSlots = kPhases * kWorks;
 std::array<std::atomic<int64_t>, kSlots> g_ns{};
 std::array<std::atomic<int64_t>, kSlots> g_count{};
+std::array<std::atomic<int64_t>, kPhases> g_dispatches{};
 
 // The calling thread's phase (-1: none) and innermost open scope.
 thread_local int t_phase = -1;
@@ -82,6 +83,8 @@ Totals totals() {
     t.ns[s / kWorks][s % kWorks] = g_ns[s].load(std::memory_order_relaxed);
     t.count[s / kWorks][s % kWorks] = g_count[s].load(std::memory_order_relaxed);
   }
+  for (int p = 0; p < kPhases; ++p)
+    t.dispatches[p] = g_dispatches[p].load(std::memory_order_relaxed);
   return t;
 }
 
@@ -90,6 +93,11 @@ void reset() {
     g_ns[s].store(0, std::memory_order_relaxed);
     g_count[s].store(0, std::memory_order_relaxed);
   }
+  for (auto& d : g_dispatches) d.store(0, std::memory_order_relaxed);
+}
+
+void note_dispatch() {
+  if (enabled() && t_phase >= 0) g_dispatches[t_phase].fetch_add(1, std::memory_order_relaxed);
 }
 
 void StageScope::open(int phase, Work work) {

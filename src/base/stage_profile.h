@@ -50,6 +50,7 @@ inline bool enabled() {
 struct Totals {
   std::array<std::array<int64_t, kWorks>, kPhases> ns{};
   std::array<std::array<int64_t, kWorks>, kPhases> count{};
+  std::array<int64_t, kPhases> dispatches{};  // thread-pool parallel regions per phase
 
   double ms(Phase p, Work w) const {
     return static_cast<double>(ns[static_cast<int>(p)][static_cast<int>(w)]) * 1e-6;
@@ -58,6 +59,10 @@ struct Totals {
 };
 Totals totals();
 void reset();
+
+// Counts one thread-pool parallel region for the calling thread's phase (no-op when disabled or
+// outside any phase): decode's per-token synchronisation cost is roughly proportional to it.
+void note_dispatch();
 
 class StageScope {
  public:

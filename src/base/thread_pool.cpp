@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "base/stage_profile.h"
+
 namespace qvl {
 namespace {
 thread_local bool t_inside_pool = false;
@@ -67,29 +69,46 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_chunks() {
+namespace {
+// next_range_ packs the job's generation above the index (jobs are < 2^40 items).
+constexpr int kIndexBits = 40;
+constexpr uint64_t kIndexMask = (uint64_t{1} << kIndexBits) - 1;
+constexpr uint64_t kGenerationMask = (uint64_t{1} << (64 - kIndexBits)) - 1;
+
+uint64_t range_word(unsigned generation, size_t index) {
+  return (static_cast<uint64_t>(generation) & kGenerationMask) << kIndexBits | index;
+}
+}  // namespace
+
+void ThreadPool::finish_range(size_t items) {
+  const size_t n = job_n_.load();
+  if (items_done_.fetch_add(items, std::memory_order_acq_rel) + items == n) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (caller_sleeping_) done_.notify_all();
+  }
+}
+
+void ThreadPool::run_ranges(unsigned generation) {
+  // Read after the generation (seq_cst): a job published later has already moved next_range_ to
+  // its own generation, so the claims below fail rather than mix two jobs.
+  const auto* job = job_.load();
+  const size_t n = job_n_.load(), grain = job_grain_.load();
+  const size_t share = 2 * static_cast<size_t>(size());
+  uint64_t word = next_range_.load();
   for (;;) {
-    size_t chunk, total;
-    const std::function<void(size_t, size_t)>* job;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (next_chunk_ >= chunks_total_) return;
-      chunk = next_chunk_++;
-      total = chunks_total_;
-      job = job_;
-    }
-    const size_t begin = chunk * job_chunk_;
-    const size_t end = std::min(job_n_, begin + job_chunk_);
+    if (word >> kIndexBits != (static_cast<uint64_t>(generation) & kGenerationMask)) return;
+    const size_t begin = static_cast<size_t>(word & kIndexMask);
+    if (begin >= n) return;
+    const size_t end = std::min(n, begin + std::max(grain, (n - begin + share - 1) / share));
+    if (!next_range_.compare_exchange_weak(word, range_word(generation, end))) continue;
     try {
       (*job)(begin, end);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = std::current_exception();
     }
-    if (chunks_done_.fetch_add(1, std::memory_order_acq_rel) + 1 == total) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (caller_sleeping_) done_.notify_all();
-    }
+    finish_range(end - begin);
+    word = next_range_.load();
   }
 }
 
@@ -108,8 +127,8 @@ void ThreadPool::worker_loop(int /*index*/) {
       --sleeping_workers_;
     }
     if (stop_.load()) return;
-    seen = generation_.load(std::memory_order_acquire);
-    run_chunks();
+    seen = generation_.load();
+    run_ranges(seen);
   }
 }
 
@@ -122,28 +141,27 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
     return;
   }
   std::lock_guard<std::mutex> submit(submit_mutex_);
-  // A few chunks per thread balance uneven work without much hand-out overhead.
-  const size_t threads = static_cast<size_t>(size());
-  size_t chunk = std::max(grain, (n + threads * 4 - 1) / (threads * 4));
-  const size_t total = (n + chunk - 1) / chunk;
+  dispatches_.fetch_add(1, std::memory_order_relaxed);
+  profile::note_dispatch();
+  const unsigned generation = generation_.load() + 1;
   bool wake_sleepers;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    job_n_ = n;
-    job_chunk_ = chunk;
-    next_chunk_ = 0;
-    chunks_total_ = total;
-    chunks_done_.store(0, std::memory_order_relaxed);
+    // Claims of the previous job fail from here on (see run_ranges), before its fields change.
+    next_range_.store(range_word(generation, 0));
+    job_.store(&fn);
+    job_n_.store(n);
+    job_grain_.store(grain);
+    items_done_.store(0);
     error_ = nullptr;
-    generation_.fetch_add(1, std::memory_order_release);
+    generation_.store(generation);
     wake_sleepers = sleeping_workers_ > 0;
   }
   if (wake_sleepers) wake_.notify_all();
   t_inside_pool = true;
-  run_chunks();
+  run_ranges(generation);
   t_inside_pool = false;
-  const auto finished = [&] { return chunks_done_.load(std::memory_order_acquire) == total; };
+  const auto finished = [&] { return items_done_.load(std::memory_order_acquire) == n; };
   std::exception_ptr error;
   {
     if (!spin_until(finished)) {
@@ -153,7 +171,6 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
       caller_sleeping_ = false;
     }
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = nullptr;
     error = std::exchange(error_, nullptr);
   }
   if (error) std::rethrow_exception(error);

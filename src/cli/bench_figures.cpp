@@ -168,6 +168,9 @@ RunFigures measure_run(Engine& engine, const BenchSettings& s) {
     const auto steps = static_cast<double>(std::max<int64_t>(1, dec.stats.completion_tokens - 1));
     f.decode_mean_context = static_cast<double>(dec.stats.prompt_tokens) + steps / 2;
     accumulate(f.decode_stages, decode_stages(profile::totals(), steps), s.repeats);
+    f.decode_dispatches_per_token +=
+        static_cast<double>(profile::totals().dispatches[static_cast<int>(Phase::kDecode)]) /
+        steps / s.repeats;
   }
   f.vision_small.ms = median(vision_small);
   f.vision_large.ms = median(vision_large);

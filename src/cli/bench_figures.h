@@ -43,7 +43,8 @@ struct RunFigures {
   StageTimes prefill_stages;
   double decode_tok_per_s = 0;
   double decode_mean_context = 0;
-  StageTimes decode_stages;  // per token
+  StageTimes decode_stages;                // per token
+  double decode_dispatches_per_token = 0;  // thread-pool parallel regions (mean over repeats)
   double ttft_image_448_ms = 0;
   int64_t ttft_prompt_tokens = 0;  // prompt of the 448x448 request (image tokens included)
   std::vector<ContextFigure> contexts;

@@ -117,6 +117,7 @@ json run_json(const BenchContext& ctx, const RunFigures& f) {
   };
   j["decode_tokens"] = ctx.settings->decode_tokens;
   j["decode_tok_per_s"] = f.decode_tok_per_s;
+  j["decode_pool_dispatches_per_token"] = f.decode_dispatches_per_token;
   j["decode_gb_per_s"] = decode_gb_per_s(f.decode_tok_per_s, f.decode_mean_context);
   j["decode_pct_of_dram"] = pct(j["decode_gb_per_s"].get<double>(), dram);
   for (const ContextFigure& c : f.contexts) {

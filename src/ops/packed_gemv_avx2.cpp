@@ -9,6 +9,7 @@
 // 4 rows are reduced at once.
 #include <immintrin.h>
 
+#include "ops/packed_gemv_shapes.h"
 #include "ops/packed_kernels.h"
 
 #pragma GCC target("avx2,fma,f16c")
@@ -16,8 +17,13 @@
 namespace qvl::ops::kernels {
 namespace {
 
-// Weight prefetch distance (bytes ahead in each group's stream).
-constexpr int64_t kAhead = 1024;
+// Weight prefetch distance: the same block of the groups the next call will read (G groups on).
+// Measured on Zen 3 (2 threads, 2B shapes): 1 KB ahead in each group's own stream left q4 at ~65%
+// and q8 at ~83% of the DRAM read rate; this distance streams at 90-100% for q4, q8 and bf16.
+template <int G>
+int64_t ahead_bytes(const GroupRun& w) {
+  return G * w.group_bytes;
+}
 
 inline void prefetch(const uint8_t* p) {
   _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
@@ -40,6 +46,7 @@ inline __m128 reduce4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
 
 template <int G, int X>
 void bf16_rows(const GroupRun& w, const float* x, size_t x_stride, float* out) {
+  const int64_t distance = ahead_bytes<G>(w);
   const __m256i high_half = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   __m256 acc[X][G][kRows];
   for (int i = 0; i < X; ++i) {
@@ -51,7 +58,7 @@ void bf16_rows(const GroupRun& w, const float* x, size_t x_stride, float* out) {
     const uint8_t* tile[G];
     for (int g = 0; g < G; ++g) {
       tile[g] = w.first + g * w.group_bytes + b * kBf16TileBytes;
-      for (int64_t line = 0; line < kBf16TileBytes; line += 64) prefetch(tile[g] + kAhead + line);
+      for (int64_t line = 0; line < kBf16TileBytes; line += 64) prefetch(tile[g] + distance + line);
     }
     // x is fp32 with each 16 columns as 8 even then 8 odd ones; bf16 even/odd halves of a 32-bit
     // weight pair become fp32 by a shift / a mask. Per accumulator: c0 even, c0 odd, c1 even, ...
@@ -99,6 +106,7 @@ void bf16_rows(const GroupRun& w, const float* x, size_t x_stride, float* out) {
 // |q| <= 127), pairs to int32, the 4 rows' sums gathered by hadd into [r0 r1 r2 r3 | same].
 template <int G, int X>
 void q8_rows(const GroupRun& w, const QuantX& x, float* out) {
+  const int64_t distance = ahead_bytes<G>(w);
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[X][G];
   for (int i = 0; i < X; ++i) {
@@ -107,7 +115,7 @@ void q8_rows(const GroupRun& w, const QuantX& x, float* out) {
   for (int64_t b = 0; b < w.nb; ++b) {
     for (int g = 0; g < G; ++g) {
       const uint8_t* ahead =
-          w.first + g * w.group_bytes + w.scale_bytes + b * kQ8TileBytes + kAhead;
+          w.first + g * w.group_bytes + w.scale_bytes + b * kQ8TileBytes + distance;
       prefetch(ahead);
       prefetch(ahead + 64);
     }
@@ -144,6 +152,7 @@ void q8_rows(const GroupRun& w, const QuantX& x, float* out) {
 // and widened as [r0 r0 r2 r2 | r1 r1 r3 r3]; 8 * sum(x) comes off one lane per row, exactly.
 template <int G, int X>
 void q4_rows(const GroupRun& w, const QuantX& x, float* out) {
+  const int64_t distance = ahead_bytes<G>(w);
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i one_lane_per_row = _mm256_setr_epi32(-1, 0, -1, 0, -1, 0, -1, 0);
@@ -154,7 +163,7 @@ void q4_rows(const GroupRun& w, const QuantX& x, float* out) {
   }
   for (int64_t b = 0; b < w.nb; ++b) {
     for (int g = 0; g < G; ++g) {
-      prefetch(w.first + g * w.group_bytes + w.scale_bytes + b * kQ4TileBytes + kAhead);
+      prefetch(w.first + g * w.group_bytes + w.scale_bytes + b * kQ4TileBytes + distance);
     }
     for (int i = 0; i < X; ++i) {
       const int64_t xb = i * x.stride_blocks + b;
@@ -191,58 +200,25 @@ void q4_rows(const GroupRun& w, const QuantX& x, float* out) {
   }
 }
 
-// The run as G-group calls (at most kMaxG groups per call, to stay within 16 registers).
-template <int kMaxG, typename Call>
-void split_groups(const GroupRun& w, Call&& call) {
-  for (int g0 = 0; g0 < w.count; g0 += kMaxG) {
-    GroupRun part = w;
-    part.first = w.first + g0 * w.group_bytes;
-    part.count = w.count - g0 < kMaxG ? w.count - g0 : kMaxG;
-    call(part, g0);
-  }
-}
-
 }  // namespace
 
 void bf16_run_avx2(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out) {
   const auto* xf = static_cast<const float*>(x);
   const size_t stride = x_stride / sizeof(float);
-  if (nx == 3) return bf16_rows<1, 3>(w, xf, stride, out);
-  if (nx == 2) return bf16_rows<1, 2>(w, xf, stride, out);
-  split_groups<2>(w, [&](const GroupRun& part, int g0) {
-    float* o = out + g0 * kRows;
-    part.count == 2 ? bf16_rows<2, 1>(part, xf, stride, o) : bf16_rows<1, 1>(part, xf, stride, o);
+  // 2 groups x 4 rows of fp32 accumulators fill the 16 registers.
+  for_run_shapes<2>(w, nx, out, [&]<int G, int X>(const GroupRun& part, float* o) {
+    bf16_rows<G, X>(part, xf, stride, o);
   });
 }
 
 void q8_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out) {
-  if (nx == 3) return q8_rows<1, 3>(w, x, out);
-  if (nx == 2) return q8_rows<1, 2>(w, x, out);
-  switch (w.count) {
-    case 4:
-      return q8_rows<4, 1>(w, x, out);
-    case 3:
-      return q8_rows<3, 1>(w, x, out);
-    case 2:
-      return q8_rows<2, 1>(w, x, out);
-    default:
-      return q8_rows<1, 1>(w, x, out);
-  }
+  for_run_shapes<4>(
+      w, nx, out, [&]<int G, int X>(const GroupRun& part, float* o) { q8_rows<G, X>(part, x, o); });
 }
 
 void q4_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out) {
-  if (nx == 3) return q4_rows<1, 3>(w, x, out);
-  if (nx == 2) return q4_rows<1, 2>(w, x, out);
-  switch (w.count) {
-    case 4:
-      return q4_rows<4, 1>(w, x, out);
-    case 3:
-      return q4_rows<3, 1>(w, x, out);
-    case 2:
-      return q4_rows<2, 1>(w, x, out);
-    default:
-      return q4_rows<1, 1>(w, x, out);
-  }
+  for_run_shapes<4>(
+      w, nx, out, [&]<int G, int X>(const GroupRun& part, float* o) { q4_rows<G, X>(part, x, o); });
 }
 
 }  // namespace qvl::ops::kernels

@@ -10,6 +10,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include "ops/packed_gemv_shapes.h"
 #include "ops/packed_kernels.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
@@ -17,7 +18,12 @@
 namespace qvl::ops::kernels {
 namespace {
 
-constexpr int64_t kAhead = 1024;  // weight prefetch distance (bytes ahead in each group's stream)
+// Weight prefetch distance: the same block of the groups the next call will read (see
+// packed_gemv_avx2.cpp for the measurements).
+template <int G>
+int64_t ahead_bytes(const GroupRun& w) {
+  return G * w.group_bytes;
+}
 
 inline void prefetch(const uint8_t* p) {
   _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
@@ -46,6 +52,7 @@ inline void sum_lanes(__m512 v, int width, float* out) {
 // bf16 x (vdpbf16ps): one accumulator per (x row, group, weight row).
 template <int G, int X>
 void bf16_rows(const GroupRun& w, const uint8_t* x, size_t x_stride, float* out) {
+  const int64_t distance = ahead_bytes<G>(w);
   __m512 acc[X][G][kRows];
   for (int i = 0; i < X; ++i) {
     for (int g = 0; g < G; ++g) {
@@ -59,7 +66,7 @@ void bf16_rows(const GroupRun& w, const uint8_t* x, size_t x_stride, float* out)
     }
     for (int g = 0; g < G; ++g) {
       const uint8_t* tile = w.first + g * w.group_bytes + b * kBf16TileBytes;
-      for (int64_t line = 0; line < kBf16TileBytes; line += 64) prefetch(tile + kAhead + line);
+      for (int64_t line = 0; line < kBf16TileBytes; line += 64) prefetch(tile + distance + line);
       for (int r = 0; r < kRows; ++r) {
         const __m512bh wv = (__m512bh)load512(tile + r * 64);
         for (int i = 0; i < X; ++i) acc[i][g][r] = _mm512_dpbf16_ps(acc[i][g][r], wv, xv[i]);
@@ -76,6 +83,7 @@ void bf16_rows(const GroupRun& w, const uint8_t* x, size_t x_stride, float* out)
 // q8: vpdpbusd wants unsigned weights: (q + 128) * x, then 128 * sum(x) off one lane per row.
 template <int G, int X>
 void q8_rows(const GroupRun& w, const QuantX& x, float* out) {
+  const int64_t distance = ahead_bytes<G>(w);
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i rows01 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const __m512i rows23 = _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
@@ -96,8 +104,8 @@ void q8_rows(const GroupRun& w, const QuantX& x, float* out) {
     for (int g = 0; g < G; ++g) {
       const uint8_t* group = w.first + g * w.group_bytes;
       const uint8_t* tile = group + w.scale_bytes + b * kQ8TileBytes;
-      prefetch(tile + kAhead);
-      prefetch(tile + kAhead + 64);
+      prefetch(tile + distance);
+      prefetch(tile + distance + 64);
       const __m512i wu[2] = {_mm512_xor_si512(load512(tile), flip),
                              _mm512_xor_si512(load512(tile + 64), flip)};
       const __m128 scales = row_scales(group, b);
@@ -125,6 +133,7 @@ void q8_rows(const GroupRun& w, const QuantX& x, float* out) {
 // 8 * sum(x) comes off one lane per row.
 template <int G, int X>
 void q4_rows(const GroupRun& w, const QuantX& x, float* out) {
+  const int64_t distance = ahead_bytes<G>(w);
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   const __m512i rows = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   __m512 acc[X][G];  // 4 lanes per weight row
@@ -145,7 +154,7 @@ void q4_rows(const GroupRun& w, const QuantX& x, float* out) {
     for (int g = 0; g < G; ++g) {
       const uint8_t* group = w.first + g * w.group_bytes;
       const uint8_t* tile = group + w.scale_bytes + b * kQ4TileBytes;
-      prefetch(tile + kAhead);
+      prefetch(tile + distance);
       const __m512i v = load512(tile);
       const __m512i lo = _mm512_and_si512(v, low4);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
@@ -169,48 +178,19 @@ void q4_rows(const GroupRun& w, const QuantX& x, float* out) {
 
 void bf16_run_avx512(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out) {
   const auto* xb = static_cast<const uint8_t*>(x);
-  if (nx == 3) return bf16_rows<1, 3>(w, xb, x_stride, out);
-  if (nx == 2) return bf16_rows<1, 2>(w, xb, x_stride, out);
-  switch (w.count) {
-    case 4:
-      return bf16_rows<4, 1>(w, xb, x_stride, out);
-    case 3:
-      return bf16_rows<3, 1>(w, xb, x_stride, out);
-    case 2:
-      return bf16_rows<2, 1>(w, xb, x_stride, out);
-    default:
-      return bf16_rows<1, 1>(w, xb, x_stride, out);
-  }
+  for_run_shapes<4>(w, nx, out, [&]<int G, int X>(const GroupRun& part, float* o) {
+    bf16_rows<G, X>(part, xb, x_stride, o);
+  });
 }
 
 void q8_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out) {
-  if (nx == 3) return q8_rows<1, 3>(w, x, out);
-  if (nx == 2) return q8_rows<1, 2>(w, x, out);
-  switch (w.count) {
-    case 4:
-      return q8_rows<4, 1>(w, x, out);
-    case 3:
-      return q8_rows<3, 1>(w, x, out);
-    case 2:
-      return q8_rows<2, 1>(w, x, out);
-    default:
-      return q8_rows<1, 1>(w, x, out);
-  }
+  for_run_shapes<4>(
+      w, nx, out, [&]<int G, int X>(const GroupRun& part, float* o) { q8_rows<G, X>(part, x, o); });
 }
 
 void q4_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out) {
-  if (nx == 3) return q4_rows<1, 3>(w, x, out);
-  if (nx == 2) return q4_rows<1, 2>(w, x, out);
-  switch (w.count) {
-    case 4:
-      return q4_rows<4, 1>(w, x, out);
-    case 3:
-      return q4_rows<3, 1>(w, x, out);
-    case 2:
-      return q4_rows<2, 1>(w, x, out);
-    default:
-      return q4_rows<1, 1>(w, x, out);
-  }
+  for_run_shapes<4>(
+      w, nx, out, [&]<int G, int X>(const GroupRun& part, float* o) { q4_rows<G, X>(part, x, o); });
 }
 
 }  // namespace qvl::ops::kernels

@@ -56,6 +56,31 @@ TEST(ThreadPool, NestedCallsRunInline) {
   EXPECT_EQ(total.load(), 40u);
 }
 
+TEST(ThreadPool, BackToBackJobsNeverMix) {
+  // Short jobs in quick succession: a worker late for one job must not run ranges of the next
+  // with the old function (claims carry the job's generation).
+  ThreadPool pool(3);
+  for (int job = 0; job < 3000; ++job) {
+    const size_t n = 1 + static_cast<size_t>(job % 7);
+    std::vector<std::atomic<int>> hits(n);
+    pool.parallel_for(n, [&, job](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) hits[i] += 1 + job;
+    });
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1 + job) << "job " << job;
+  }
+}
+
+TEST(ThreadPool, CountsDispatchedRegionsOnly) {
+  ThreadPool pool(2);
+  const uint64_t before = pool.dispatch_count();
+  pool.parallel_for(1, [](size_t, size_t) {});  // one item: runs inline
+  pool.parallel_for(
+      10, [](size_t, size_t) {}, 10);  // within one grain: inline
+  EXPECT_EQ(pool.dispatch_count(), before);
+  pool.parallel_for(100, [](size_t, size_t) {});
+  EXPECT_EQ(pool.dispatch_count(), before + 1);
+}
+
 TEST(ThreadPool, PhysicalCoresPositive) {
   EXPECT_GE(physical_core_count(), 1);
 }
