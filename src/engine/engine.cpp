@@ -47,11 +47,14 @@ size_t mib(int64_t value, int64_t fallback) {
 }
 
 SchedulerOptions scheduler_options(const EngineOptions& o) {
-  if (o.prefill_chunk <= 0 || o.max_batch <= 0) {
-    fail(ErrorCode::kInvalidArgument, "prefill_chunk and max_batch must be positive");
+  if (o.prefill_chunk < kMinPrefillChunk || o.max_batch <= 0) {
+    fail(ErrorCode::kInvalidArgument, "prefill_chunk must be at least " +
+                                          std::to_string(kMinPrefillChunk) +
+                                          " and max_batch positive");
   }
   SchedulerOptions s;
   s.prefill_chunk = o.prefill_chunk;
+  s.prefill_chunk_alone = std::max(o.prefill_chunk, s.prefill_chunk_alone);
   s.max_running = o.max_batch;
   return s;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/kv_pool.h"
+#include "engine/prefill_chunk.h"
 #include "engine/sequence.h"
 #include "engine/turn_lock.h"
 #include "model/config.h"
@@ -23,9 +24,13 @@
 namespace qvl {
 
 struct SchedulerOptions {
-  // Prompt positions per prefill chunk. Chunks end at multiples of this in the prompt, whatever
-  // else runs, so a prompt is computed the same way alone or batched.
-  int64_t prefill_chunk = 256;
+  // Prompt positions per chunk while other sequences decode, and when the prompt runs alone.
+  // Any chunking of 16 rows or more computes a prompt the same way (engine/prefill_chunk.h).
+  int64_t prefill_chunk = 64;
+  int64_t prefill_chunk_alone = 256;
+  // While others decode, a step spends about this share of the decode rows' time on the chunk's
+  // layers (at least one layer), so a new prompt slows running streams by at most that much.
+  double prefill_share = 1.0;
   int64_t max_running = 16;  // sequences admitted at once; the rest wait in order
 };
 
@@ -88,11 +93,10 @@ class Scheduler {
   std::thread thread_;
 
   // Step buffers (scheduler thread only).
-  std::vector<float> x_, hidden_, logits_;
+  std::vector<float> x_, hidden_, logits_, chunk_out_;
   std::vector<int64_t> positions_;
   std::vector<BatchEntry> entries_;
   std::vector<Sequence*> batch_;
-  LayerFeatureAdds adds_;
 };
 
 }  // namespace qvl
