@@ -210,11 +210,19 @@ EncodedImages EngineImpl::encode_images(const GenerationRequest& request,
           prepare_image_bytes(in.bytes.data(), in.bytes.size(), limits, pre);
       std::unique_lock<TurnLock> turn(turn_);
       if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
-      // Between blocks of the tower, running requests get a decode step (the turn is fair).
+      // Within blocks of the tower, running requests get a decode step (the turn is fair) before
+      // the tower's next piece would hold the model longer than their last step took.
+      Timer held;
+      double piece_start_ms = 0;
       auto features =
           std::make_shared<const ImageFeatures>(encode_prepared_image(vision_, prepared, [&] {
+            const double now = held.millis(), piece = now - piece_start_ms;
+            piece_start_ms = now;
+            if (now + piece <= scheduler_.decode_step_ms()) return;
             turn.unlock();
             turn.lock();
+            held.reset();
+            piece_start_ms = 0;
             if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
           }));
       turn.unlock();

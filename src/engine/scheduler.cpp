@@ -197,6 +197,7 @@ void Scheduler::step(std::vector<Sequence*>& running) {
         decoder_.logits(hidden_.data() + r0 * hidden, r1 - r0, logits_.data() + r0 * vocab);
       }
     }
+    decode_step_ms_.store(decode_rows > 0 ? decode_time.millis() : 0.0, std::memory_order_relaxed);
     if (prefill != nullptr) {
       // With decode rows, the chunk's layers take about prefill_share of the decode's time per
       // step (at least one layer), so the running streams keep their pace; alone, all of them.

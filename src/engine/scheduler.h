@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -63,6 +64,9 @@ class Scheduler {
   // scheduler's thread. Rethrows the error that ended the sequence, if any.
   void run(Sequence& seq);
   SchedulerStats stats() const;
+  // Milliseconds the last step spent on decode rows (0 when none decoded): how long other work
+  // (the vision tower) may hold the model between two steps without slowing the streams much.
+  double decode_step_ms() const { return decode_step_ms_.load(std::memory_order_relaxed); }
 
  private:
   void loop();
@@ -90,6 +94,7 @@ class Scheduler {
   std::deque<Sequence*> waiting_;
   bool stop_ = false;
   SchedulerStats stats_;  // guarded by mutex_
+  std::atomic<double> decode_step_ms_{0};
   std::thread thread_;
 
   // Step buffers (scheduler thread only).
