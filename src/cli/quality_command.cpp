@@ -22,8 +22,8 @@ using json = nlohmann::ordered_json;
 struct QualityOptions {
   std::string model;
   std::vector<std::string> quants = {"bf16", "q8", "q4"};
-  std::string lm_head;  // empty: each type's default head
-  std::vector<std::string> vision_quants = {"bf16"};
+  std::string lm_head;                            // empty: each type's default head
+  std::vector<std::string> vision_quants = {""};  // "": each --quant's default
   std::vector<std::string> kv_types = {"f16"};
   std::string golden;
   int64_t continuation_tokens = 32;
@@ -192,7 +192,8 @@ void quality(const QualityOptions& o) {
   out["types"] = json::array();
   for (const std::string& quant : o.quants) {
     for (const std::string& vision : o.vision_quants) {
-      if (quant == "exact" && vision != "bf16") continue;  // exact has one vision type
+      if (quant == "exact" && !vision.empty() && vision != "bf16")
+        continue;  // exact has one vision type
       // The 8-bit KV cache is also compared with the 16-bit one of the same weights.
       std::optional<ReferenceLogits> f16_kv;
       for (const std::string& kv : o.kv_types) {
@@ -247,10 +248,10 @@ void add_quality_command(CLI::App& app) {
                   "for bf16)")
       ->check(CLI::IsMember({"bf16", "q8", "q4"}));
   cmd->add_option("--vision-quant", o->vision_quants,
-                  "Vision tower types to combine with each --quant, comma separated")
+                  "Vision tower types to combine with each --quant, comma separated (default: "
+                  "each --quant's own: q8 with q4, else bf16)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"bf16", "q8"}))
-      ->capture_default_str();
+      ->check(CLI::IsMember({"bf16", "q8"}));
   cmd->add_option("--kv-type", o->kv_types,
                   "KV cache types to combine with each --quant, comma separated (q8 is also "
                   "compared with f16 when both are given)")

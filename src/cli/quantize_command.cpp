@@ -54,8 +54,9 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("--quant", o->quant, "Weights: bf16, q8 or q4 (as run --quant does)")
       ->capture_default_str()
       ->check(CLI::IsMember({"bf16", "q8", "q4"}));
-  cmd->add_option("--vision-quant", o->vision_quant,
-                  "Vision tower's big matrices: bf16 (default) or q8")
+  cmd->add_option(
+         "--vision-quant", o->vision_quant,
+         "Vision tower's big matrices: bf16 or q8 (default: q8 with --quant q4, else bf16)")
       ->check(CLI::IsMember({"bf16", "q8"}));
   cmd->add_option("--threads", o->threads, "Threads (default: physical cores)");
   cmd->add_flag("--offline", o->offline, "Never download (also HF_HUB_OFFLINE=1)");

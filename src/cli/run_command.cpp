@@ -148,8 +148,9 @@ void add_run_command(CLI::App& app) {
                   "bf16; as stored for a pre-packed file)")
       ->check(CLI::IsMember({"bf16", "q8", "q4"}));
   cmd->add_option("--vision-quant", opts->vision_quant,
-                  "Vision tower's big matrices: bf16 or q8 (default: bf16 for a folder, as stored "
-                  "for a pre-packed file)")
+                  "Vision tower's big matrices: bf16 or q8 (default for a folder: q8 with --quant "
+                  "q4, else bf16; as "
+                  "stored for a pre-packed file)")
       ->check(CLI::IsMember({"bf16", "q8"}));
   cmd->add_option("--kv-type", opts->kv_type,
                   "KV cache with bf16/q8/q4 weights: f16 (default) or q8 (8-bit, 0.56x the memory)")

@@ -160,8 +160,9 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::IsMember({"bf16", "q8", "q4"}));
   serve
       ->add_option("--vision-quant", o.engine.vision_quant,
-                   "Vision tower's big matrices: bf16 or q8 (default: bf16 for a folder, as stored "
-                   "for a pre-packed file)")
+                   "Vision tower's big matrices: bf16 or q8 (default for a folder: q8 with --quant "
+                   "q4, else bf16; as "
+                   "stored for a pre-packed file)")
       ->check(CLI::IsMember({"bf16", "q8"}));
   serve
       ->add_option(

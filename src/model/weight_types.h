@@ -20,9 +20,10 @@ struct WeightTypes {
 // everywhere. "q8" / "q4": decoder projections in that type; the lm_head in q8 (its errors
 // act on every logit directly). lm_head overrides the head's type: "bf16", "q8" or "q4" with the
 // non-exact types ("" = that default).
-// vision_quant picks the vision tower's big matrices: "" (default) or "bf16", or "q8" (the patch
-// embedding stays bf16). The default is bf16: the tower runs once per image, compute bound, and
-// q8 costs it accuracy (see README, weight types) for memory (about 0.4 GB less on the 2B model).
+// vision_quant picks the vision tower's big matrices: "bf16" or "q8" (the patch embedding stays
+// bf16); "" is q8 with q4 decoders (where it adds < 1% to their error and saves ~0.4 GB on the
+// 2B model) and bf16 otherwise (next to q8/bf16 decoders q8 would be a visible share of the
+// error; see README, weight types).
 // Throws qvl::Error(kInvalidArgument) for unknown names, and for a vision_quant with "exact".
 WeightTypes weight_types_for(const std::string& quant, const std::string& lm_head = "",
                              const std::string& vision_quant = "");

@@ -149,9 +149,9 @@ TEST(PackedFile, Q8VisionSameAsPackingTheFolder) {
   expect_same_model(kTiny, "q4", file, "q8");
   // Loading it as bf16 vision is a clear error, not a silent repack.
   const PackedModelFile packed = PackedModelFile::open(file);
-  EXPECT_THROW(
-      load_vision_weights(load_model_config(kTiny).vision, packed.store(), weight_types_for("q4")),
-      Error);
+  EXPECT_THROW(load_vision_weights(load_model_config(kTiny).vision, packed.store(),
+                                   weight_types_for("q4", "", "bf16")),
+               Error);
 }
 
 TEST(PackedFile, UntiedHeadReplacesTheStoredOne) {

@@ -14,7 +14,7 @@ TEST(WeightTypes, HeadDefaultsToQ8ForQuantizedDecoders) {
   for (const char* quant : {"q8", "q4"}) {
     const WeightTypes t = weight_types_for(quant);
     EXPECT_EQ(t.lm_head, QuantType::kQ8) << quant;
-    EXPECT_EQ(t.vision, QuantType::kBF16) << quant;
+    EXPECT_EQ(t.vision_patch, QuantType::kBF16) << quant;
   }
   EXPECT_EQ(weight_types_for("bf16").lm_head, QuantType::kBF16);
   EXPECT_EQ(weight_types_for("exact").lm_head, QuantType::kExact);
@@ -24,9 +24,20 @@ TEST(WeightTypes, LmHeadOverrideChangesOnlyTheHead) {
   const WeightTypes t = weight_types_for("q4", "q4");
   EXPECT_EQ(t.lm_head, QuantType::kQ4);
   EXPECT_EQ(t.text, QuantType::kQ4);
-  EXPECT_EQ(t.vision, QuantType::kBF16);
+  EXPECT_EQ(t.vision, QuantType::kQ8);
   EXPECT_EQ(weight_types_for("q8", "bf16").lm_head, QuantType::kBF16);
   EXPECT_EQ(weight_types_for("q8", "").lm_head, QuantType::kQ8);
+}
+
+// The vision tower follows the decoder: q8 next to q4 (within 1% of q4's own error), bf16 next
+// to q8 and bf16; an explicit choice wins either way.
+TEST(WeightTypes, VisionDefaultFollowsTheDecoder) {
+  EXPECT_EQ(weight_types_for("q4").vision, QuantType::kQ8);
+  EXPECT_EQ(weight_types_for("q8").vision, QuantType::kBF16);
+  EXPECT_EQ(weight_types_for("bf16").vision, QuantType::kBF16);
+  EXPECT_EQ(weight_types_for("q4", "", "bf16").vision, QuantType::kBF16);
+  EXPECT_EQ(weight_types_for("q8", "", "q8").vision, QuantType::kQ8);
+  EXPECT_EQ(weight_types_for("exact").vision, QuantType::kExact);
 }
 
 TEST(WeightTypes, LmHeadOverrideRejectsExact) {
