@@ -1,11 +1,13 @@
 // Attention: scalar reference vs the dispatched flash kernels, vision-like and decode-like shapes.
 // Reports GFLOP/s (4 * nq * nk * heads * head_dim per call; causal not used here). The machine
-// may be shared: compare reference and fast from the same run, and note the load average.
+// may be shared: compare reference and fast from the same run, and note the load average;
+// GFLOP/cpu_s (per CPU-second of the process) is steadier on a busy machine.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <random>
 #include <vector>
 
@@ -42,6 +44,8 @@ Inputs make_inputs(int64_t nq, int64_t nk, const AttentionShape& s) {
 void run(benchmark::State& state, bool fast, int64_t nq, int64_t nk, AttentionShape s) {
   s.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   Inputs in = make_inputs(nq, nk, s);
+  timespec c0{}, c1{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
   for (auto _ : state) {
     if (fast) {
       qvl::ops::attention(in.q.data(), nq, in.k.data(), in.v.data(), nk, s, -1, in.out.data());
@@ -51,7 +55,11 @@ void run(benchmark::State& state, bool fast, int64_t nq, int64_t nk, AttentionSh
     }
     benchmark::DoNotOptimize(in.out.data());
   }
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
   const double flops = 4.0 * static_cast<double>(nq * nk * s.n_heads * s.head_dim);
+  state.counters["GFLOP/cpu_s"] = 1e-9 * flops * static_cast<double>(state.iterations()) /
+                                  (static_cast<double>(c1.tv_sec - c0.tv_sec) +
+                                   1e-9 * static_cast<double>(c1.tv_nsec - c0.tv_nsec));
   state.counters["GFLOP/s"] = benchmark::Counter(
       flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   double load[1] = {0};

@@ -219,6 +219,9 @@ struct ModelInfo {
   std::string weights;              // decoder weight type in use: "exact", "bf16", "q8" or "q4"
   std::string vision_weights;       // vision tower's big matrices: "exact", "bf16" or "q8"
   std::string kv_cache;             // KV cache storage: "f32" (exact), "f16" or "q8"
+  // The weights as loaded: a pre-packed file's tensors, or a folder's checkpoint plus the
+  // matrices packed from it at load (what resident memory holds beside caches and buffers).
+  int64_t weight_bytes = 0;
   ModelCost cost;
 };
 

@@ -39,6 +39,20 @@ double server_rss_bytes(const LoadContext& context) {
   return it == samples.end() ? NAN : it->second;
 }
 
+// What the issue allows the server to hold: weights + KV budget + image-cache budget + 300 MB
+// (buffers, the runtime); from /props. NaN when /props does not say.
+double memory_budget_bytes(const LoadContext& context) {
+  const HttpReply reply = context.client().get("/props");
+  if (reply.status != 200) return NAN;
+  const json props = json::parse(reply.body, nullptr, false);
+  const json weights =
+      props.is_object() ? props.value("/runtime/weights_bytes"_json_pointer, json()) : json();
+  if (!weights.is_number() || !props.contains("cache")) return NAN;
+  const json& cache = props["cache"];
+  return weights.get<double>() + cache.value("kv_cache_bytes", 0.0) +
+         cache.value("image_cache_bytes", 0.0) + 300e6;
+}
+
 }  // namespace
 
 ScenarioResult run_concurrency(const LoadContext& context) {
@@ -172,6 +186,14 @@ ScenarioResult run_memory(const LoadContext& context) {
                    proc_status_bytes(o.server_pid, "VmHWM") / kMiB);
   }
   result.numbers["rss_source"] = o.server_pid > 0 ? "/proc/<pid>/status" : "/metrics";
+  const double budget = memory_budget_bytes(context);
+  if (std::isfinite(budget)) {
+    result.measure("budget_mib", "weights + KV budget + image-cache budget + 300 MB (MiB)",
+                   budget / kMiB);
+    result.add_target("peak_rss_mib", true, budget / kMiB);
+  } else {
+    result.notes.push_back("the server's /props gives no weights_bytes: memory budget unknown");
+  }
   return result;
 }
 

@@ -106,6 +106,7 @@ class EngineImpl : public Engine {
           ops::quant_type_name(model_->vision_weights.blocks[0].qkv.weight.type());
     }
     info_.kv_cache = kv_type_name(decoder_.kv_type());
+    info_.weight_bytes = loaded_weight_bytes(*model_);
     info_.cost = model_cost(model_->config, model_->text_weights, model_->vision_weights,
                             decoder_.kv_type());
     info_.image_min_tokens = min_tokens;

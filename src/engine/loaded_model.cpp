@@ -178,4 +178,31 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path_in, const std::s
   return model;
 }
 
+int64_t loaded_weight_bytes(const LoadedModel& m) {
+  auto total = static_cast<int64_t>(m.store.total_bytes());
+  if (is_model_file(m.dir)) return total;  // packed matrices are views into the file
+  // Exact matrices view the checkpoint; every other type is a copy made at load.
+  const auto copy = [&](const ops::PackedMatrix& w) {
+    if (w.type() != ops::QuantType::kExact) total += static_cast<int64_t>(w.size_bytes());
+  };
+  for (const TextLayerWeights& l : m.text_weights.layers) {
+    for (const ops::PackedMatrix* w :
+         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
+      copy(*w);
+  }
+  copy(m.text_weights.lm_head);
+  const VisionWeights& v = m.vision_weights;
+  copy(v.patch_embed);
+  for (const VisionBlockWeights& b : v.blocks) {
+    for (const LinearWeights* w : {&b.qkv, &b.proj, &b.fc1, &b.fc2}) copy(w->weight);
+  }
+  const auto copy_merger = [&](const MergerWeights& merger) {
+    copy(merger.fc1.weight);
+    copy(merger.fc2.weight);
+  };
+  copy_merger(v.merger);
+  for (const MergerWeights& merger : v.deepstack_mergers) copy_merger(merger);
+  return total;
+}
+
 }  // namespace qvl

@@ -41,6 +41,10 @@ void require_model_folder(const std::string& dir);
 std::unique_ptr<LoadedModel> load_model(const std::string& path, const std::string& quant,
                                         const std::string& lm_head = "",
                                         const std::string& vision_quant = "");
+
+// Bytes of the model's weights as loaded: a pre-packed file's tensors (mapped in place), or a
+// folder's checkpoint (mapped) plus the matrices packed from it at load (owned copies).
+int64_t loaded_weight_bytes(const LoadedModel& model);
 // The same (kept for callers that predate pre-packed files).
 inline std::unique_ptr<LoadedModel> load_model_folder(const std::string& path,
                                                       const std::string& quant,

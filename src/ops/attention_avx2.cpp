@@ -27,10 +27,12 @@ int64_t max_i64(int64_t a, int64_t b) {
 // scores[r][0 .. 16) of one key tile for kRows rows, scaled.
 void qk_tile(const float* const* qr, const float* panel, int64_t d, float scale, float* scores) {
   __m256 acc[kRows][2];
+#pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t c = 0; c < d; ++c) {
     const __m256 k0 = _mm256_loadu_ps(panel + c * kKeyTile);
     const __m256 k1 = _mm256_loadu_ps(panel + c * kKeyTile + 8);
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
       const __m256 qb = _mm256_broadcast_ss(qr[r] + c);
       acc[r][0] = _mm256_fmadd_ps(qb, k0, acc[r][0]);
@@ -38,6 +40,7 @@ void qk_tile(const float* const* qr, const float* panel, int64_t d, float scale,
     }
   }
   const __m256 sv = _mm256_set1_ps(scale);
+#pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
     _mm256_storeu_ps(scores + r * kKeyBlock, _mm256_mul_ps(acc[r][0], sv));
     _mm256_storeu_ps(scores + r * kKeyBlock + 8, _mm256_mul_ps(acc[r][1], sv));
@@ -152,6 +155,49 @@ void pv_rows(float* o, int64_t d, const float* alpha, const float* p, const T* c
   for (; c0 + kVecs * 8 <= d; c0 += kVecs * 8)
     pv_chunk<kLive, kVecs>(o, d, alpha, p, v, c0, n_keys);
   for (; c0 < d; c0 += 16) pv_chunk<kLive, 2>(o, d, alpha, p, v, c0, n_keys);
+}
+
+// pv_chunk for v packed per head ([nk][d], row j at v + j * d: prefill): rows are contiguous, so
+// the hardware prefetcher follows them, and without the row table and software prefetches the 12
+// accumulators stay in registers (the table version spills them on every key).
+template <int kLive, int kVecs>
+void pv_packed_chunk(float* o, int64_t d, const float* alpha, const float* p, const float* v,
+                     int64_t c0, int64_t n_keys) {
+  __m256 acc[kLive][kVecs];
+#pragma GCC unroll 8
+  for (int r = 0; r < kLive; ++r) {
+    const __m256 a = _mm256_set1_ps(alpha[r]);
+#pragma GCC unroll 8
+    for (int x = 0; x < kVecs; ++x)
+      acc[r][x] = _mm256_mul_ps(a, _mm256_loadu_ps(o + c0 + r * d + x * 8));
+  }
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float* vj = v + j * d + c0;
+    __m256 vv[kVecs];
+#pragma GCC unroll 8
+    for (int x = 0; x < kVecs; ++x) vv[x] = _mm256_loadu_ps(vj + x * 8);
+#pragma GCC unroll 8
+    for (int r = 0; r < kLive; ++r) {
+      const __m256 pb = _mm256_broadcast_ss(p + r * kKeyBlock + j);
+#pragma GCC unroll 8
+      for (int x = 0; x < kVecs; ++x) acc[r][x] = _mm256_fmadd_ps(pb, vv[x], acc[r][x]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < kLive; ++r) {
+#pragma GCC unroll 8
+    for (int x = 0; x < kVecs; ++x) _mm256_storeu_ps(o + c0 + r * d + x * 8, acc[r][x]);
+  }
+}
+
+template <int kLive>
+void pv_packed_rows(float* o, int64_t d, const float* alpha, const float* p, const float* v,
+                    int64_t n_keys) {
+  constexpr int kVecs = kLive == 1 ? 8 : kLive == 2 ? 4 : 2;
+  int64_t c0 = 0;
+  for (; c0 + kVecs * 8 <= d; c0 += kVecs * 8)
+    pv_packed_chunk<kLive, kVecs>(o, d, alpha, p, v, c0, n_keys);
+  for (; c0 < d; c0 += 16) pv_packed_chunk<kLive, 2>(o, d, alpha, p, v, c0, n_keys);
 }
 
 template <int N>
@@ -315,9 +361,12 @@ void task_avx2(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_b
         softmax_block(scores, visible, n_tiles, m + g, l + g, alpha);
         float* og = o + g * d;
         with_live_rows(live, [&](auto rows_c) {
-          if (half && p.v_packed == nullptr) {
+          if (p.v_packed != nullptr) {
+            pv_packed_rows<decltype(rows_c)::value>(og, d, alpha, scores,
+                                                    p.v_packed + (kvh * p.nk + j0) * d, group_keys);
+          } else if (half) {
             pv_rows<decltype(rows_c)::value>(og, d, alpha, scores, v16_rows, group_keys);
-          } else if (q8 && p.v_packed == nullptr) {
+          } else if (q8) {
             pv_rows<decltype(rows_c)::value>(og, d, alpha, scores, v8_rows, group_keys);
           } else {
             pv_rows<decltype(rows_c)::value>(og, d, alpha, scores, v_rows, group_keys);

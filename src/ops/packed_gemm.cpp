@@ -1,13 +1,18 @@
 // The blocked GEMM driver shared by every ISA's kernel set (see packed_gemm.h).
 //
-// Weights are packed kGemmRowBlock rows x kGemmDepth columns at a time into a block that stays in
-// L1/L2 and is reused by every x panel (never re-packed per x row); x arrives in panels of 16
-// rows, so a register tile broadcasts one weight (or bf16 pair) and multiplies it with 16 rows
-// held in one or two vectors, with no horizontal sums. Results are accumulated transposed
-// ([n][m_pad]), which keeps every store a full vector.
+// Cache plan (the usual one for a broadcast-times-vector register tile):
+//   - x is packed once per call into panels of tile_x_rows rows (all threads, by panel), depth
+//     block by depth block, so the panels an x block streams are contiguous;
+//   - each thread takes blocks of kGemmRowBlock weight rows and, per depth block of kGemmDepth,
+//     packs them once into strips (dequantized or copied; never per x row): 128 KiB fp32, in L2;
+//   - the x panels are then visited kGemmXBlockPanels at a time (~192 KiB on AVX2, in L2) and
+//     multiplied with each strip in turn (16 KiB, stays in L1 while the x panels stream past).
 #include "ops/packed_gemm.h"
 
+#include <xmmintrin.h>
+
 #include <algorithm>
+#include <cstring>
 
 #include "base/aligned_buffer.h"
 #include "base/thread_pool.h"
@@ -15,67 +20,97 @@
 namespace qvl::ops::kernels {
 namespace {
 
-// Grow-only scratch: x panels and the transposed result of the calling thread, and each pool
-// thread's weight block.
-thread_local AlignedBuffer<float> t_xt, t_yt;
-thread_local AlignedBuffer<float> t_weights;
+// Grow-only scratch: x panels of the calling thread; each pool thread's packed weight block and
+// the partial sums of its row block.
+thread_local AlignedBuffer<float> t_x_panels;
+thread_local AlignedBuffer<float> t_strips, t_sums;
 
-}  // namespace
+struct Job {
+  const GemmKernels& g;
+  const GemmProblem& p;
+  // Depth block [k0, k0 + depth) of panel q at x_panels + (k0 * panels + q * depth) *
+  // tile_x_rows * x_bytes: the panels of one depth block are contiguous.
+  const uint8_t* x_panels;
+  int64_t m, panels;
+  const float* bias;  // or null
+  float* y;
+};
 
-void pack_x_panel_f32(const float* x, int64_t rows, int64_t k, void* panel) {
-  auto* dst = static_cast<float*>(panel);
-  for (int64_t j = 0; j < kGemmPanel; ++j) {
-    if (j >= rows) {
-      for (int64_t c = 0; c < k; ++c) dst[c * kGemmPanel + j] = 0.0f;
-      continue;
+// The finished tile at rows [row0, row0 + tile_x_rows) x columns [col0, col0 + strip_rows) into
+// y (+ bias), the parts inside m x n. Done right after the tile's last depth block, so the store
+// misses drain while the next tiles compute (a separate pass over y stalls on them, ~9%).
+void store_tile(const Job& j, const float* sum, int64_t row0, int64_t col0) {
+  const int64_t n = j.p.n, sr = j.g.strip_rows;
+  const int64_t rows = std::min<int64_t>(j.g.tile_x_rows, j.m - row0);
+  const int64_t cols = std::min(sr, n - col0);
+  for (int64_t i = 0; i < rows; ++i) {
+    float* y = j.y + (row0 + i) * n + col0;
+    const float* t = sum + i * sr;
+    if (j.bias) {
+      for (int64_t c = 0; c < cols; ++c) y[c] = t[c] + j.bias[col0 + c];
+    } else {
+      for (int64_t c = 0; c < cols; ++c) y[c] = t[c];
     }
-    const float* src = x + j * k;
-    for (int64_t c = 0; c < k; ++c) dst[c * kGemmPanel + j] = src[c];
   }
 }
 
-void gemm_row_blocks(const GemmProblem& p, const GemmKernels& g, int64_t block_begin,
-                     int64_t block_end, void* wbuf) {
-  const int64_t panels = p.m_pad / kGemmPanel;
-  const int64_t x_panel_stride = p.k * kGemmPanel;  // values
-  const auto* xt = static_cast<const uint8_t*>(p.xt);
-  auto* w = static_cast<uint8_t*>(wbuf);
-  for (int64_t k0 = 0; k0 < p.k; k0 += kGemmDepth) {
-    const int64_t depth = std::min(kGemmDepth, p.k - k0);
-    const bool accumulate = k0 > 0;
-    for (int64_t blk = block_begin; blk < block_end; ++blk) {
-      const int64_t r0 = blk * kGemmRowBlock;
-      const int64_t rows = std::min(kGemmRowBlock, p.n - r0);
-      g.pack_weights(p, r0, rows, k0, depth, w);
-      for (int64_t panel = 0; panel < panels; panel += g.tile_panels) {
-        const int np = static_cast<int>(std::min<int64_t>(g.tile_panels, panels - panel));
-        const uint8_t* x = xt + (panel * x_panel_stride + k0 * kGemmPanel) * g.x_bytes;
-        for (int64_t t = 0; t < rows; t += g.tile_rows) {
-          const int tr = static_cast<int>(std::min<int64_t>(g.tile_rows, rows - t));
-          g.tile(w + t * depth * g.w_bytes, depth, x, x_panel_stride, np, tr,
-                 p.yt + (r0 + t) * p.m_pad + panel * kGemmPanel, p.m_pad, accumulate);
+// Weight row block `block` against all of x, depth block by depth block. The tiles accumulate in
+// `sums`, one contiguous tile_x_rows x strip_rows tile per (panel, strip): written in y itself
+// the partial sums of a tile would sit rows of n floats apart, on as many pages, and cost ~10%
+// in reloads; here they stream. Each is copied to y (+ bias) when done, so tiles are always full
+// (zero-padded panels and strips) and a row's arithmetic never depends on where it sits.
+void run_row_block(const Job& j, int64_t block, uint8_t* strips_buf, float* sums) {
+  const GemmKernels& g = j.g;
+  const int64_t n = j.p.n, k = j.p.k, xr = g.tile_x_rows, sr = g.strip_rows;
+  const int64_t r0 = block * kGemmRowBlock, cols = std::min(kGemmRowBlock, n - r0);
+  const int64_t strips = (cols + sr - 1) / sr, tile_size = xr * sr;
+  for (int64_t k0 = 0; k0 < k; k0 += kGemmDepth) {
+    const int64_t depth = std::min(kGemmDepth, k - k0);
+    g.pack_strips(j.p, r0, strips, g.strip_rows, k0, depth, strips_buf);
+    for (int64_t q0 = 0; q0 < j.panels; q0 += kGemmXBlockPanels) {
+      const int64_t q1 = std::min(j.panels, q0 + kGemmXBlockPanels);
+      for (int64_t s = 0; s < strips; ++s) {
+        const uint8_t* w = strips_buf + s * depth * sr * g.w_bytes;
+        for (int64_t q = q0; q < q1; ++q) {
+          const uint8_t* x = j.x_panels + (k0 * j.panels + q * depth) * xr * g.x_bytes;
+          float* sum = sums + (q * strips + s) * tile_size;
+          g.tile(x, w, depth, sum, sr, k0 > 0);
+          if (k0 + depth == k) store_tile(j, sum, q * xr, r0 + s * sr);
         }
       }
     }
   }
 }
 
+}  // namespace
+
+void pack_x_panel_f32(const float* x, int64_t rows, int64_t ldx, int64_t depth, int tile_x_rows,
+                      void* panel) {
+  auto* dst = static_cast<float*>(panel);
+  const float zeros[kGemmDepth] = {};
+  const float* src[kGemmMaxTileX];
+  for (int64_t j = 0; j < tile_x_rows; ++j) src[j] = j < rows ? x + j * ldx : zeros;
+  for (int64_t c = 0; c < depth; ++c) {  // sequential stores, tile_x_rows read streams
+    for (int64_t j = 0; j < tile_x_rows; ++j) dst[c * tile_x_rows + j] = src[j][c];
+  }
+}
+
 void gemm(const GemmKernels& g, const float* x, int64_t m, const PackedMatrix& w, const float* bias,
           float* y) {
-  const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
-  const int64_t m_pad = (m + kGemmPanel - 1) / kGemmPanel * kGemmPanel;
-  const int64_t panels = m_pad / kGemmPanel;
+  const int64_t n = w.rows(), k = w.cols(), nb = k / kCols, xr = g.tile_x_rows;
+  const int64_t panels = (m + xr - 1) / xr;
   const int64_t blocks = (n + kGemmRowBlock - 1) / kGemmRowBlock;
   // fp32 sizing covers every panel format (bf16 panels take half).
-  t_xt.resize(static_cast<size_t>(m_pad * k));
-  t_yt.resize(static_cast<size_t>(n * m_pad));
-  float* const xt = t_xt.data();
-  float* const yt = t_yt.data();
+  t_x_panels.resize(static_cast<size_t>(panels * xr * k));
+  auto* const x_panels = reinterpret_cast<uint8_t*>(t_x_panels.data());
   ThreadPool& pool = ThreadPool::global();
-  pool.parallel_for(static_cast<size_t>(panels), [&](size_t p0, size_t p1) {
-    for (auto p = static_cast<int64_t>(p0); p < static_cast<int64_t>(p1); ++p) {
-      g.pack_x_panel(x + p * kGemmPanel * k, std::min(kGemmPanel, m - p * kGemmPanel), k,
-                     reinterpret_cast<uint8_t*>(xt) + p * k * kGemmPanel * g.x_bytes);
+  pool.parallel_for(static_cast<size_t>(panels), [&](size_t q0, size_t q1) {
+    for (auto q = static_cast<int64_t>(q0); q < static_cast<int64_t>(q1); ++q) {
+      for (int64_t k0 = 0; k0 < k; k0 += kGemmDepth) {
+        const int64_t depth = std::min(kGemmDepth, k - k0);
+        g.pack_x_panel(x + q * xr * k + k0, std::min(xr, m - q * xr), k, depth, g.tile_x_rows,
+                       x_panels + (k0 * panels + q * depth) * xr * g.x_bytes);
+      }
     }
   });
   const QuantType type = w.type();
@@ -86,26 +121,13 @@ void gemm(const GemmKernels& g, const float* x, int64_t m, const PackedMatrix& w
                             static_cast<int64_t>(packed_size_bytes(type, kRows, k)),
                             type == QuantType::kBF16 ? 0 : nb * kScaleBytes,
                             n,
-                            k,
-                            m_pad,
-                            xt,
-                            yt};
+                            k};
+  const Job job{g, problem, x_panels, m, panels, bias, y};
   pool.parallel_for(static_cast<size_t>(blocks), [&](size_t b0, size_t b1) {
-    t_weights.resize(static_cast<size_t>(kGemmRowBlock * kGemmDepth));
-    gemm_row_blocks(problem, g, static_cast<int64_t>(b0), static_cast<int64_t>(b1),
-                    t_weights.data());
-  });
-  // Back to [m, n] with the bias, 64 output columns at a time so the yt lines stay in L1.
-  constexpr int64_t kCols64 = 64;
-  pool.parallel_for(static_cast<size_t>((n + kCols64 - 1) / kCols64), [&](size_t c0, size_t c1) {
-    for (auto c = static_cast<int64_t>(c0); c < static_cast<int64_t>(c1); ++c) {
-      const int64_t r0 = c * kCols64, r1 = std::min(n, r0 + kCols64);
-      for (int64_t i = 0; i < m; ++i) {
-        float* yi = y + i * n;
-        for (int64_t r = r0; r < r1; ++r) {
-          yi[r] = yt[r * m_pad + i] + (bias ? bias[r] : 0.0f);
-        }
-      }
+    t_strips.resize(static_cast<size_t>(kGemmRowBlock * kGemmDepth));
+    t_sums.resize(static_cast<size_t>(panels * xr * kGemmRowBlock));
+    for (auto b = static_cast<int64_t>(b0); b < static_cast<int64_t>(b1); ++b) {
+      run_row_block(job, b, reinterpret_cast<uint8_t*>(t_strips.data()), t_sums.data());
     }
   });
 }

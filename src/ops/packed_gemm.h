@@ -1,12 +1,20 @@
 // Internal: the blocked GEMM of ops::matmul for m >= kGemmMinRows (prompt prefill, vision tower).
-// One driver (packed_gemm.cpp: x panels, weight row blocks x depth blocks, threads, output
-// transposition) runs a kernel set of one ISA: how x panels and weight blocks are laid out and
-// the register tile that multiplies them.
-//   fp32 (AVX2, AVX-512): x panels [k][16] fp32; weight blocks dequantized to fp32 [rows][depth]
-//     (exact: bf16 widens, scale * q is exact), so the only rounding is fp32 accumulation.
-//   bf16 (AVX-512 BF16, bf16 weights only): x rounded to bf16 (nearest even; denormals flush to
-//     zero as vcvtne2ps2bf16 does) in panels [k / 2][16][2] (the k pairs vdpbf16ps multiplies);
-//     weight blocks copied to bf16 [rows][depth] (pairs of k adjacent), fp32 accumulation.
+// One driver (packed_gemm.cpp: x panels, weight strips, cache blocks, threads, tails) runs a
+// kernel set of one ISA, which differs only in its register tile (tile_x_rows x rows times
+// strip_rows weight rows) and in how x and weights are laid out for it:
+//   x panel     tile_x_rows rows of x interleaved per k: [k][tile_x_rows] fp32, or for bf16 the k
+//               pairs [k / 2][tile_x_rows][2]; rows past m are zero. Stored per depth block.
+//   weight strip strip_rows weight rows interleaved per k: [depth][strip_rows] fp32 (dequantized:
+//               exact, bf16 widens and scale * q is exact), or bf16 pairs [depth /
+//               2][strip_rows][2]; rows past n are zero.
+// The tile broadcasts one x value (or bf16 pair) per x row and multiplies it with the strip's
+// vectors: one accumulator vector per (x row, lanes of weight rows), stored per tile and copied
+// into y[m][n] (+ bias) once a row block is done.
+//
+// Arithmetic per output: one fp32 accumulator, w * x fused in k order (vdpbf16ps: a pair per
+// step), stored and reloaded exactly between depth blocks of kGemmDepth, then + bias. Nothing of
+// it depends on m or on the row's place in a panel, so a row's result is the same bit for bit
+// whatever batch it is computed in (prompt chunks rely on this).
 // Like packed_kernels.h: plain declarations only (the kernel files are compiled for their ISA).
 #pragma once
 
@@ -17,35 +25,53 @@
 
 namespace qvl::ops::kernels {
 
+inline constexpr int64_t kGemmDepth = 256;        // k per depth block (a multiple of kCols)
+inline constexpr int64_t kGemmRowBlock = 128;     // weight rows packed at once (multiple of strips)
+inline constexpr int64_t kGemmXBlockPanels = 32;  // x panels per pass over a packed weight block
+inline constexpr int kGemmMaxTileX = 16;          // bound on tile_x_rows
+
+enum class GemmType { kBF16, kQ8, kQ4 };
+// The packed weights of one GEMM (layout: packed_matrix.h).
+struct GemmProblem {
+  GemmType type;
+  const uint8_t* weights;  // packed groups
+  int64_t group_bytes, scale_bytes;
+  int64_t n, k;
+};
+
 struct GemmKernels {
   const char* name;
   int x_bytes;      // bytes per x value in a panel
-  int w_bytes;      // bytes per weight in a packed weight block
-  int tile_rows;    // weight rows per register tile
-  int tile_panels;  // x panels per register tile
-  // Rows [0, rows) of x (row i at x + i * k; rows <= kGemmPanel, the rest of the panel is zero)
-  // into one panel at `panel`.
-  void (*pack_x_panel)(const float* x, int64_t rows, int64_t k, void* panel);
-  // Weight rows [r0, r0 + rows) x columns [k0, k0 + depth) of p into out[rows][depth].
-  void (*pack_weights)(const GemmProblem& p, int64_t r0, int64_t rows, int64_t k0, int64_t depth,
-                       void* out);
-  // y[r * ldy + 16 * q + j] (+)= sum_kk w[r][kk] * x(panel q)[kk][j] for r < rows (<= tile_rows),
-  // q < panels (<= tile_panels), j < 16; w[r] at w + r * depth values, panel q at x + q *
-  // x_panel_stride values (x already offset to the depth block). Stores if !accumulate.
-  void (*tile)(const void* w, int64_t depth, const void* x, int64_t x_panel_stride, int panels,
-               int rows, float* y, int64_t ldy, bool accumulate);
+  int w_bytes;      // bytes per weight in a strip
+  int tile_x_rows;  // x rows per panel and register tile (<= kGemmMaxTileX)
+  int strip_rows;   // weight rows per strip and register tile (a multiple of 8 dividing
+                    // kGemmRowBlock)
+  // Columns [0, depth) of rows [0, rows) of x (row i at x + i * ldx; rows <= tile_x_rows) into
+  // one panel [depth][tile_x_rows] (bf16: pairs).
+  void (*pack_x_panel)(const float* x, int64_t rows, int64_t ldx, int64_t depth, int tile_x_rows,
+                       void* panel);
+  // Weight rows [r0, r0 + strips * strip_rows) x columns [k0, k0 + depth) of p into `strips`
+  // consecutive strips (strip s at out + s * depth * strip_rows values).
+  void (*pack_strips)(const GemmProblem& p, int64_t r0, int64_t strips, int strip_rows, int64_t k0,
+                      int64_t depth, void* out);
+  // y[i * ldy + j] = (accumulate ? y[i * ldy + j] : 0) + sum_kk x[i][kk] * w[kk][j] for every
+  // i < tile_x_rows, j < strip_rows; x and w are the panel and strip already offset to the depth
+  // block.
+  void (*tile)(const void* x, const void* w, int64_t depth, float* y, int64_t ldy, bool accumulate);
 };
 
 extern const GemmKernels kGemmF32Avx2;
 extern const GemmKernels kGemmF32Avx512;
 extern const GemmKernels kGemmBf16Avx512;  // GemmType::kBF16 weights only
 
-// The fp32 panel packer (plain code, shared by the fp32 kernel sets).
-void pack_x_panel_f32(const float* x, int64_t rows, int64_t k, void* panel);
-
-// Row blocks [block_begin, block_end) of p with kernel set g; wbuf as in packed_kernels.h.
-void gemm_row_blocks(const GemmProblem& p, const GemmKernels& g, int64_t block_begin,
-                     int64_t block_end, void* wbuf);
+// Shared parts of the kernel sets. pack_x_panel_f32 is plain code; the strip packers use AVX2
+// (every CPU with an AVX-512 level has it), 8x8 transposes of 32-bit words.
+void pack_x_panel_f32(const float* x, int64_t rows, int64_t ldx, int64_t depth, int tile_x_rows,
+                      void* panel);
+void pack_strips_f32_avx2(const GemmProblem& p, int64_t r0, int64_t strips, int strip_rows,
+                          int64_t k0, int64_t depth, void* out);
+void pack_strips_bf16_pairs_avx2(const GemmProblem& p, int64_t r0, int64_t strips, int strip_rows,
+                                 int64_t k0, int64_t depth, void* out);
 
 // y[m, w.rows()] = x * W^T (+ bias) through kernel set g; w is kBF16/kQ8/kQ4 (kBF16 only for
 // kGemmBf16Avx512), m >= 1, w.cols() % 32 == 0. Threads via ThreadPool::global().

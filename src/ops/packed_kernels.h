@@ -79,24 +79,9 @@ void q4_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out);
 void quantize_row_scalar(const float* x, int64_t nb, int8_t* q, float* scale, int32_t* sum);
 void quantize_row_avx2(const float* x, int64_t nb, int8_t* q, float* scale, int32_t* sum);
 
-// Blocked GEMM for m >= kGemmMinRows (driver: packed_gemm.cpp; per-ISA parts: packed_gemm.h):
-// x is packed into panels of kGemmPanel rows (rows past m are zero) at xt, panel p at
-// xt + p * k * kGemmPanel * (bytes per x value), and the result is written transposed,
-// yt[n][m_pad]. Work is split in blocks of kGemmRowBlock weight rows; wbuf holds
-// kGemmRowBlock * kGemmDepth floats per thread.
+// Below kGemmMinRows rows matmul runs the kernels above; from it on, a blocked GEMM
+// (packed_gemm.h) or the int8 GEMM (int8_gemm.h).
 inline constexpr int64_t kGemmMinRows = 16;
-inline constexpr int64_t kGemmPanel = 16;
-inline constexpr int64_t kGemmDepth = 256;
-inline constexpr int64_t kGemmRowBlock = 48;
-enum class GemmType { kBF16, kQ8, kQ4 };
-struct GemmProblem {
-  GemmType type;
-  const uint8_t* weights;  // packed groups (see packed_matrix.h)
-  int64_t group_bytes, scale_bytes;
-  int64_t n, k, m_pad;
-  const void* xt;
-  float* yt;
-};
 
 // IEEE half from float, round to nearest even (overflow to infinity).
 uint16_t f32_to_f16(float f);

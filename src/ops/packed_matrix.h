@@ -39,7 +39,7 @@
 // block; 1 < m < 16 takes each group's whole row against up to 3 rows of x at once, unpacking a
 // tile once for all of them. Both do the same arithmetic per (x row, group), so a row's result
 // does not depend on the batch below 16 rows (bit for bit). m >= 16 uses a GEMM (int8 for q8/q4:
-// int8_gemm.cpp; fp32/bf16: register tiles of 6 weight rows x 16 x rows on AVX2, 12 x 32 on
+// int8_gemm.cpp; fp32/bf16: register tiles of 6 x rows x 16 weight rows on AVX2, 12 x 32 on
 // AVX-512, see packed_gemm.h). The
 // first use of each SIMD level is checked against the scalar kernels (see best_isa).
 #pragma once

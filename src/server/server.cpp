@@ -295,6 +295,7 @@ void Server::handle_props(HttpResponse& res) {
   props["runtime"] = {
       {"weights", info.weights},
       {"vision_weights", info.vision_weights},
+      {"weights_bytes", info.weight_bytes},
       {"threads", options_.engine.threads > 0 ? options_.engine.threads : physical_core_count()}};
   send_json(res, 200, props);
 }

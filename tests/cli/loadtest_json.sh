@@ -40,6 +40,24 @@ for (const s of r.scenarios) {
 }
 if (r.scenarios[0].ttft_ms.length !== 2) throw new Error("ttft_ms per turn");
 ' "$out"
+# Memory: a small run is held to weights + KV budget + image-cache budget + 300 MB, with the
+# weights' size from /props (the folder's checkpoint plus the matrices packed from it).
+out=$("$QVL" loadtest --url "http://127.0.0.1:$port" --scenario memory --conversations 2 \
+      --memory-turns 2 --decode-tokens 8 --image-size 64 --server-pid $server --json)
+props=$(node -e 'fetch(process.argv[1]).then(r => r.text()).then(t => console.log(t))' \
+        "http://127.0.0.1:$port/props")
+node -e '
+const r = JSON.parse(process.argv[1]).scenarios[0], props = JSON.parse(process.argv[2]);
+const ckpt = Number(process.argv[3]);
+const w = props.runtime.weights_bytes;
+if (!(w > ckpt && w < 3 * ckpt)) throw new Error("weights_bytes " + w + " vs checkpoint " + ckpt);
+const budget = (w + props.cache.kv_cache_bytes + props.cache.image_cache_bytes + 300e6) / 2 ** 20;
+if (Math.abs(r.budget_mib - budget) > 1e-6 * budget) throw new Error("budget " + JSON.stringify(r));
+const t = r.targets.find(t => t.metric === "peak_rss_mib");
+if (!t || t.op !== "<=" || Math.abs(t.bound - budget) > 1e-6 * budget || !t.met)
+  throw new Error("memory target " + JSON.stringify(r.targets));
+if (r.failures.length || r.turns_completed !== 4) throw new Error("memory run " + JSON.stringify(r));
+' "$out" "$props" "$(stat -c %s "$MODEL/model.safetensors")"
 # A scenario name it does not know is an error, not an empty run.
 if "$QVL" loadtest --url "http://127.0.0.1:$port" --scenario nope >/dev/null 2>&1; then
   echo "unknown scenario accepted"; exit 1

@@ -1,7 +1,9 @@
 // Each kernel set of the blocked GEMM (packed_gemm.h), called directly, against a scalar oracle
 // that performs the same roundings, on every tail: k not a multiple of the 256 depth block, n not
-// a multiple of the 48-row block or of the register tile's rows, m not a multiple of the 16-row
-// panel nor of the tile's panels. Kernel sets for ISA levels this CPU lacks are skipped (printed).
+// a multiple of the 128-row block or of the strip (16 or 32 rows), m not a multiple of the
+// register tile's x rows (6 or 12) nor of an x block (32 panels); and each row's result is the
+// same bit for bit whatever batch computes it. Kernel sets for ISA levels this CPU lacks are
+// skipped (printed).
 #include "ops/packed_gemm.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +12,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -28,11 +31,12 @@ constexpr float kBf16Unit = 0x1p-8f;  // unit roundoff of bf16
 struct Case {
   int64_t n, k, m;
 };
-// n: 1 and 5 (short tiles only), 13 (a 12-row tile + 1), 47 (one block, tails of 6 and 12
-// rows), 101 (blocks of 48, 48, 5); k: 32, 288, 1120 (depth blocks of 256 + 32 / + 96);
-// m: 16, 17, 33 (one, two, three panels: the 2-panel tile plus a 1-panel tail), 70 (5 panels).
-constexpr Case kCases[] = {{1, 32, 16},    {5, 288, 17},   {13, 288, 33},
-                           {47, 1120, 70}, {101, 288, 48}, {101, 1120, 33}};
+// n: 1 and 5 (one partial strip), 13, 47 (strips of 16 + a partial one), 133 (a block of 128
+// and a 5-row block, reaching past the packed row groups); k: 32, 288, 1120 (depth blocks of 256
+// + 32 / + 96); m: 16, 17, 33, 70 (partial tiles of 6 and 12 x rows), 200 (two x blocks on
+// AVX2).
+constexpr Case kCases[] = {{1, 32, 16},    {5, 288, 17},    {13, 288, 33},
+                           {47, 1120, 70}, {133, 288, 200}, {133, 1120, 33}};
 
 bool cpu_has(IsaLevel level) {
   return static_cast<int>(cpu_isa()) >= static_cast<int>(level);
@@ -81,6 +85,47 @@ TEST(PackedGemm, Fp32Avx512TileIsExact) {
   for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
     expect_fp32_kernels_exact(kernels::kGemmF32Avx512, type);
   }
+}
+
+// Rows of an m = 300 product against the same rows computed in batches of other sizes and at
+// other offsets (so at other places in a register tile, panel and x block): bit for bit equal.
+void expect_rows_independent_of_batch(const kernels::GemmKernels& g, QuantType type) {
+  const int64_t n = 133, k = 1120, m = 300;
+  const auto w = random_vector(static_cast<size_t>(n * k), 90, 0.05f);
+  const auto x = random_vector(static_cast<size_t>(m * k), 91, 1.0f);
+  const auto bias = random_vector(static_cast<size_t>(n), 92, 1.0f);
+  const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
+  std::vector<float> whole(static_cast<size_t>(m * n));
+  kernels::gemm(g, x.data(), m, packed, bias.data(), whole.data());
+  struct Batch {
+    int64_t offset, rows;
+  };
+  for (const Batch b : {Batch{0, 16}, Batch{283, 17}, Batch{101, 37}, Batch{7, 64}, Batch{1, 299},
+                        Batch{150, 150}}) {
+    std::vector<float> part(static_cast<size_t>(b.rows * n));
+    kernels::gemm(g, x.data() + b.offset * k, b.rows, packed, bias.data(), part.data());
+    for (int64_t i = 0; i < b.rows; ++i) {
+      ASSERT_EQ(0, std::memcmp(part.data() + i * n, whole.data() + (b.offset + i) * n,
+                               static_cast<size_t>(n) * sizeof(float)))
+          << g.name << " " << quant_type_name(type) << ": row " << b.offset + i
+          << " differs when computed in a batch of " << b.rows << " from row " << b.offset;
+    }
+  }
+}
+
+TEST(PackedGemm, Fp32Avx2RowsAreIndependentOfTheBatch) {
+  if (!cpu_has(IsaLevel::kAvx2)) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
+  for (QuantType type : {QuantType::kBF16, QuantType::kQ4}) {
+    expect_rows_independent_of_batch(kernels::kGemmF32Avx2, type);
+  }
+}
+
+TEST(PackedGemm, Avx512RowsAreIndependentOfTheBatch) {
+  if (!cpu_has(IsaLevel::kAvx512)) {
+    GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/BF16/VNNI: f32-avx512 and bf16-avx512 not run";
+  }
+  expect_rows_independent_of_batch(kernels::kGemmF32Avx512, QuantType::kQ8);
+  expect_rows_independent_of_batch(kernels::kGemmBf16Avx512, QuantType::kBF16);
 }
 
 // What vcvtne2ps2bf16 / vdpbf16ps see of an fp32 value: bf16 round-to-nearest-even, denormals
