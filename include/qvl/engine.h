@@ -44,8 +44,10 @@ struct EngineOptions {
   // KV cache storage with bf16/q8/q4 weights: "f16" (default when empty) or "q8" (8-bit blocks
   // with a scale each: 0.56x the memory and bytes read per decode step). Exact keeps fp32.
   std::string kv_type;
-  int64_t prefill_chunk = 256;  // prompt positions per step while other requests decode
-  int64_t max_batch = 16;       // requests decoding together; more wait in order
+  // Prompt positions per chunk while other requests decode (at least 16); the chunk's layers are
+  // spread over their steps so they keep their pace. Alone, a prompt runs in larger chunks.
+  int64_t prefill_chunk = 64;
+  int64_t max_batch = 16;  // requests decoding together; more wait in order
 };
 
 struct SamplingParams {

@@ -236,7 +236,8 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{-1}, int64_t{1} << 22));
   serve
       ->add_option("--prefill-chunk", o.engine.prefill_chunk,
-                   "Prompt tokens per step while other requests decode")
+                   "Prompt tokens per chunk while other requests decode (its layers are spread "
+                   "over their steps)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 20));
   serve->add_flag("--allow-remote-images", flags->allow_remote_images,

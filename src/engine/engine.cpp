@@ -47,11 +47,14 @@ size_t mib(int64_t value, int64_t fallback) {
 }
 
 SchedulerOptions scheduler_options(const EngineOptions& o) {
-  if (o.prefill_chunk <= 0 || o.max_batch <= 0) {
-    fail(ErrorCode::kInvalidArgument, "prefill_chunk and max_batch must be positive");
+  if (o.prefill_chunk < kMinPrefillChunk || o.max_batch <= 0) {
+    fail(ErrorCode::kInvalidArgument, "prefill_chunk must be at least " +
+                                          std::to_string(kMinPrefillChunk) +
+                                          " and max_batch positive");
   }
   SchedulerOptions s;
   s.prefill_chunk = o.prefill_chunk;
+  s.prefill_chunk_alone = std::max(o.prefill_chunk, s.prefill_chunk_alone);
   s.max_running = o.max_batch;
   return s;
 }
@@ -208,11 +211,19 @@ EncodedImages EngineImpl::encode_images(const GenerationRequest& request,
           prepare_image_bytes(in.bytes.data(), in.bytes.size(), limits, pre);
       std::unique_lock<TurnLock> turn(turn_);
       if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
-      // Between blocks of the tower, running requests get a decode step (the turn is fair).
+      // Within blocks of the tower, running requests get a decode step (the turn is fair) before
+      // the tower's next piece would hold the model longer than their last step took.
+      Timer held;
+      double piece_start_ms = 0;
       auto features =
           std::make_shared<const ImageFeatures>(encode_prepared_image(vision_, prepared, [&] {
+            const double now = held.millis(), piece = now - piece_start_ms;
+            piece_start_ms = now;
+            if (now + piece <= scheduler_.decode_step_ms()) return;
             turn.unlock();
             turn.lock();
+            held.reset();
+            piece_start_ms = 0;
             if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
           }));
       turn.unlock();

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/stage_profile.h"
+#include "base/timer.h"
 
 namespace qvl {
 namespace {
@@ -30,7 +31,8 @@ Scheduler::Scheduler(TextDecoder& decoder, const ModelConfig& config, std::vecto
       pool_(pool),
       turn_(turn),
       options_(options) {
-  QVL_CHECK(options_.prefill_chunk > 0 && options_.max_running > 0);
+  QVL_CHECK(options_.prefill_chunk >= kMinPrefillChunk &&
+            options_.prefill_chunk_alone >= kMinPrefillChunk && options_.max_running > 0);
   stats_.kv = pool_.stats();
   thread_ = std::thread([this] { loop(); });
 }
@@ -144,7 +146,7 @@ void Scheduler::step(std::vector<Sequence*>& running) {
   retire(running);
   if (running.empty()) return;
 
-  // The batch: every decoding sequence's pending token, then one prompt chunk.
+  // The batch: every decoding sequence's pending token, then work on one prompt chunk.
   batch_.clear();
   Sequence* prefill = nullptr;
   for (Sequence* s : running) {
@@ -155,21 +157,13 @@ void Scheduler::step(std::vector<Sequence*>& running) {
     }
   }
   const int64_t decode_rows = static_cast<int64_t>(batch_.size());
-  // A step with a prompt chunk counts as prefill (a benchmark runs one request at a time); its
+  // A step with prompt work counts as prefill (a benchmark runs one request at a time); its
   // phase ends with the forward, where the prompt's time is taken.
   std::optional<profile::StageScope> phase;
   phase.emplace(prefill != nullptr ? profile::Phase::kPrefill : profile::Phase::kDecode);
-  int64_t chunk_begin = 0, chunk_end = 0;
-  if (prefill != nullptr) {
-    chunk_begin = prefill->prompt_done;
-    const int64_t c = options_.prefill_chunk;
-    chunk_end = std::min(prefill->prompt_length(), (chunk_begin / c + 1) * c);
-    batch_.push_back(prefill);
-  }
-  const int64_t chunk = chunk_end - chunk_begin;
-  const int64_t rows = decode_rows + chunk;
-  x_.resize(static_cast<size_t>(rows * hidden));
-  positions_.resize(static_cast<size_t>(3 * rows));
+  x_.resize(static_cast<size_t>(decode_rows * hidden));
+  positions_.resize(static_cast<size_t>(3 * decode_rows));
+  entries_.clear();
   for (int64_t i = 0; i < decode_rows; ++i) {
     Sequence& s = *batch_[i];
     const int64_t generated = static_cast<int64_t>(s.result.completion_ids.size());
@@ -177,58 +171,62 @@ void Scheduler::step(std::vector<Sequence*>& running) {
     std::fill(positions_.begin() + 3 * i, positions_.begin() + 3 * i + 3, p);
     const uint64_t key = static_cast<uint64_t>(s.pending_token);
     s.kv->push_keys(&key, 1);
+    entries_.push_back({s.kv.get(), 1, positions_.data() + 3 * i});
   }
-  adds_.rows.clear();
-  adds_.per_layer.clear();
-  if (prefill != nullptr) {
-    const int64_t n = prefill->prompt_length();
-    std::memcpy(x_.data() + decode_rows * hidden, prefill->prompt.x.data() + chunk_begin * hidden,
-                sizeof(float) * chunk * hidden);
-    for (int64_t st = 0; st < 3; ++st) {
-      std::copy(prefill->positions.pos.begin() + st * n + chunk_begin,
-                prefill->positions.pos.begin() + st * n + chunk_end,
-                positions_.begin() + 3 * decode_rows + st * chunk);
-    }
-    // DeepStack rows of this chunk: adds.rows is ascending, so they are one run.
-    const LayerFeatureAdds& all = prefill->prompt.adds;
-    const auto first = std::lower_bound(all.rows.begin(), all.rows.end(), chunk_begin);
-    const auto last = std::lower_bound(all.rows.begin(), all.rows.end(), chunk_end);
-    if (first != last) {
-      for (auto it = first; it != last; ++it) adds_.rows.push_back(*it - chunk_begin + decode_rows);
-      const int64_t offset = (first - all.rows.begin()) * hidden;
-      for (const float* f : all.per_layer) adds_.per_layer.push_back(f + offset);
-    }
+  if (prefill != nullptr && !prefill->chunk.active()) {
+    // While others decode, smaller chunks: their layers are spread over steps (below).
+    const int64_t size = decode_rows > 0 ? options_.prefill_chunk : options_.prefill_chunk_alone;
+    const int64_t end = prefill_chunk_end(prefill->prompt_done, prefill->prompt_length(), size);
+    prefill->chunk.start(prefill->prompt, prefill->positions, prefill->prompt_done, end, hidden);
   }
-  entries_.clear();
-  for (int64_t i = 0; i < decode_rows; ++i) {
-    entries_.push_back({batch_[i]->kv.get(), 1, positions_.data() + 3 * i});
-  }
-  if (prefill != nullptr) {
-    entries_.push_back({prefill->kv.get(), chunk, positions_.data() + 3 * decode_rows});
-  }
-  // Rows whose next-token logits are needed: every decode row, and the prompt's last row.
-  const bool prompt_completes = prefill != nullptr && chunk_end == prefill->prompt_length();
-  const int64_t logit_rows = decode_rows + (prompt_completes ? 1 : 0);
-  hidden_.resize(static_cast<size_t>(rows * hidden));
-  logits_.resize(static_cast<size_t>(std::max<int64_t>(logit_rows, 1) * vocab));
+  bool prompt_completes = false;
+  const int64_t layers = config_.text.num_layers;
+  hidden_.resize(static_cast<size_t>((decode_rows + 1) * hidden));
+  logits_.resize(static_cast<size_t>((decode_rows + 1) * vocab));
   try {
     std::lock_guard<TurnLock> turn(turn_);
-    // Embeddings of the decode tokens (inside the turn: the decoder is shared).
-    for (int64_t i = 0; i < decode_rows; ++i) {
-      decoder_.embed(&batch_[i]->pending_token, 1, x_.data() + i * hidden);
+    const Timer decode_time;
+    if (decode_rows > 0) {
+      // Embeddings of the decode tokens (inside the turn: the decoder is shared).
+      for (int64_t i = 0; i < decode_rows; ++i) {
+        decoder_.embed(&batch_[i]->pending_token, 1, x_.data() + i * hidden);
+      }
+      decoder_.forward_batch(x_.data(), entries_, nullptr, hidden_.data());
+      for (int64_t r0 = 0; r0 < decode_rows; r0 += TextDecoder::kMaxDecodeRows) {
+        const int64_t r1 = std::min(decode_rows, r0 + TextDecoder::kMaxDecodeRows);
+        decoder_.logits(hidden_.data() + r0 * hidden, r1 - r0, logits_.data() + r0 * vocab);
+      }
     }
-    decoder_.forward_batch(x_.data(), entries_, adds_.rows.empty() ? nullptr : &adds_,
-                           hidden_.data());
-    if (prompt_completes && decode_rows + 1 != rows) {  // the prompt's last row follows the decodes
-      std::memmove(hidden_.data() + decode_rows * hidden, hidden_.data() + (rows - 1) * hidden,
-                   sizeof(float) * hidden);
-    }
-    for (int64_t r0 = 0; r0 < logit_rows; r0 += TextDecoder::kMaxDecodeRows) {
-      const int64_t r1 = std::min(logit_rows, r0 + TextDecoder::kMaxDecodeRows);
-      decoder_.logits(hidden_.data() + r0 * hidden, r1 - r0, logits_.data() + r0 * vocab);
+    decode_step_ms_.store(decode_rows > 0 ? decode_time.millis() : 0.0, std::memory_order_relaxed);
+    if (prefill != nullptr) {
+      // With decode rows, the chunk's layers take about prefill_share of the decode's time per
+      // step (at least one layer), so the running streams keep their pace; alone, all of them.
+      const double budget_ms = options_.prefill_share * decode_time.millis();
+      PrefillChunk& c = prefill->chunk;
+      const std::vector<BatchEntry> entry = {{prefill->kv.get(), c.rows(), c.positions.data()}};
+      chunk_out_.resize(static_cast<size_t>(c.rows() * hidden));
+      const Timer slice_time;
+      double layer_ms = 0;
+      while (c.layers_done < layers) {
+        const int64_t to = decode_rows > 0 ? c.layers_done + 1 : layers;
+        const double before = slice_time.millis();
+        decoder_.forward_layers(c.hidden.data(), entry, c.adds.rows.empty() ? nullptr : &c.adds,
+                                c.layers_done, to, chunk_out_.data());
+        c.layers_done = to;
+        layer_ms = slice_time.millis() - before;
+        if (slice_time.millis() + layer_ms > budget_ms) break;
+      }
+      if (c.layers_done == layers) {
+        prompt_completes = c.end == prefill->prompt_length();
+        if (prompt_completes) {
+          decoder_.logits(chunk_out_.data() + (c.rows() - 1) * hidden, 1,
+                          logits_.data() + decode_rows * vocab);
+        }
+      }
     }
   } catch (...) {
     const std::exception_ptr error = std::current_exception();
+    if (prefill != nullptr) batch_.push_back(prefill);
     QVL_LOG(kError) << "a model step failed; ending its " << batch_.size() << " sequence(s)";
     for (Sequence* s : batch_) fail_sequence(*s, error);
     retire(running);
@@ -238,19 +236,25 @@ void Scheduler::step(std::vector<Sequence*>& running) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.steps;
     observe<kBatchSizeBuckets.size()>(stats_.batch_size_counts, stats_.batch_size_sum,
-                                      kBatchSizeBuckets, static_cast<double>(batch_.size()));
+                                      kBatchSizeBuckets,
+                                      static_cast<double>(decode_rows + (prefill ? 1 : 0)));
   }
   if (prefill != nullptr) {
     phase.reset();
-    prefill->prompt_done = chunk_end;
+    PrefillChunk& c = prefill->chunk;
+    if (c.layers_done == layers) {
+      prefill->prompt_done = c.end;
+      c.clear();
+    }
     if (prompt_completes) {
       prefill->result.stats.prompt_ms = prefill->prefill_timer.millis();
       prefill->decode_timer.reset();
       prefill->prompt = PromptEmbeddings();  // the embeddings live on in the KV cache only
+      batch_.push_back(prefill);
     }
   }
-  for (int64_t i = 0; i < logit_rows; ++i) {
-    advance(*batch_[i], logits_.data() + i * vocab);
+  for (size_t i = 0; i < batch_.size(); ++i) {
+    advance(*batch_[i], logits_.data() + static_cast<int64_t>(i) * vocab);
   }
   retire(running);
 }

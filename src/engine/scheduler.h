@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "engine/kv_pool.h"
+#include "engine/prefill_chunk.h"
 #include "engine/sequence.h"
 #include "engine/turn_lock.h"
 #include "model/config.h"
@@ -23,9 +25,13 @@
 namespace qvl {
 
 struct SchedulerOptions {
-  // Prompt positions per prefill chunk. Chunks end at multiples of this in the prompt, whatever
-  // else runs, so a prompt is computed the same way alone or batched.
-  int64_t prefill_chunk = 256;
+  // Prompt positions per chunk while other sequences decode, and when the prompt runs alone.
+  // Any chunking of 16 rows or more computes a prompt the same way (engine/prefill_chunk.h).
+  int64_t prefill_chunk = 64;
+  int64_t prefill_chunk_alone = 256;
+  // While others decode, a step spends about this share of the decode rows' time on the chunk's
+  // layers (at least one layer), so a new prompt slows running streams by at most that much.
+  double prefill_share = 1.0;
   int64_t max_running = 16;  // sequences admitted at once; the rest wait in order
 };
 
@@ -58,6 +64,9 @@ class Scheduler {
   // scheduler's thread. Rethrows the error that ended the sequence, if any.
   void run(Sequence& seq);
   SchedulerStats stats() const;
+  // Milliseconds the last step spent on decode rows (0 when none decoded): how long other work
+  // (the vision tower) may hold the model between two steps without slowing the streams much.
+  double decode_step_ms() const { return decode_step_ms_.load(std::memory_order_relaxed); }
 
  private:
   void loop();
@@ -85,14 +94,14 @@ class Scheduler {
   std::deque<Sequence*> waiting_;
   bool stop_ = false;
   SchedulerStats stats_;  // guarded by mutex_
+  std::atomic<double> decode_step_ms_{0};
   std::thread thread_;
 
   // Step buffers (scheduler thread only).
-  std::vector<float> x_, hidden_, logits_;
+  std::vector<float> x_, hidden_, logits_, chunk_out_;
   std::vector<int64_t> positions_;
   std::vector<BatchEntry> entries_;
   std::vector<Sequence*> batch_;
-  LayerFeatureAdds adds_;
 };
 
 }  // namespace qvl

@@ -12,6 +12,7 @@
 #include "base/timer.h"
 #include "engine/kv_pool.h"
 #include "engine/output_constraint.h"
+#include "engine/prefill_chunk.h"
 #include "engine/prompt_embeddings.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
@@ -42,6 +43,7 @@ struct Sequence {
   // Scheduler state.
   std::unique_ptr<PagedSequence> kv;
   int64_t prompt_done = 0;     // prompt positions in the KV cache (reused or computed)
+  PrefillChunk chunk;          // prompt rows being computed (over one or more steps)
   int64_t pending_token = -1;  // sampled, to be fed in the next step
   bool admitted = false;
   bool done = false;      // ended; scheduler thread only

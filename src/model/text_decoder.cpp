@@ -167,12 +167,23 @@ void TextDecoder::forward(const float* x, int64_t n, const int64_t* positions, K
 
 void TextDecoder::forward_batch(const float* x, const std::vector<BatchEntry>& entries,
                                 const LayerFeatureAdds* adds, float* out, const TensorTap& tap) {
+  int64_t n = 0;
+  for (const BatchEntry& e : entries) n += e.rows;
+  batch_hidden_.resize(static_cast<size_t>(n * config_.hidden_size));
+  std::memcpy(batch_hidden_.data(), x, sizeof(float) * n * config_.hidden_size);
+  if (tap) tap("text.inputs_embeds", batch_hidden_.data(), n, config_.hidden_size);
+  forward_layers(batch_hidden_.data(), entries, adds, 0, config_.num_layers, out, tap);
+}
+
+void TextDecoder::forward_layers(float* hs, const std::vector<BatchEntry>& entries,
+                                 const LayerFeatureAdds* adds, int64_t layer_begin,
+                                 int64_t layer_end, float* out, const TensorTap& tap) {
+  QVL_CHECK(0 <= layer_begin && layer_begin < layer_end && layer_end <= config_.num_layers);
   const int64_t h = config_.hidden_size;
   const int64_t q_dim = config_.num_heads * config_.head_dim;
   int64_t n = 0;
   for (const BatchEntry& e : entries) n += e.rows;
   const size_t rows = static_cast<size_t>(n);
-  hidden_.resize(rows * h);
   normed_.resize(rows * h);
   q_.resize(rows * q_dim);
   k_.resize(rows * kv_width());
@@ -185,8 +196,6 @@ void TextDecoder::forward_batch(const float* x, const std::vector<BatchEntry>& e
   sin_.resize(rows * (config_.head_dim / 2));
   plan_segments(entries);
 
-  std::memcpy(hidden_.data(), x, sizeof(float) * n * h);
-  if (tap) tap("text.inputs_embeds", hidden_.data(), n, h);
   // Positions of all entries, stream-major like each entry's own.
   batch_positions_.resize(3 * rows);
   int64_t row = 0;
@@ -196,12 +205,11 @@ void TextDecoder::forward_batch(const float* x, const std::vector<BatchEntry>& e
                 batch_positions_.begin() + s * n + row);
     }
     row += e.rows;
-    e.cache->reserve_more(e.rows);
+    e.cache->reserve_more(e.rows);  // idempotent: later layer ranges find the room made
   }
   rope_.tables(batch_positions_.data(), n, cos_.data(), sin_.data());
 
-  float* hs = hidden_.data();
-  for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
+  for (int64_t layer = layer_begin; layer < layer_end; ++layer) {
     const TextLayerWeights& lw = w_.layers[layer];
     ops::rms_norm(hs, lw.input_norm.data(), config_.rms_norm_eps, n, h, normed_.data());
     attention_block(layer, entries);
@@ -219,6 +227,7 @@ void TextDecoder::forward_batch(const float* x, const std::vector<BatchEntry>& e
       if (tap) tap("text.layer_out_plus_deepstack." + std::to_string(layer), hs, n, h);
     }
   }
+  if (layer_end < config_.num_layers) return;
   for (const BatchEntry& e : entries) e.cache->commit(e.rows);
   ops::rms_norm(hs, w_.final_norm.data(), config_.rms_norm_eps, n, h, out);
   if (tap) tap("text.final_norm", out, n, h);

@@ -80,6 +80,15 @@ class TextDecoder {
   static constexpr int64_t kMaxDecodeRows = 15;
   void forward_batch(const float* x, const std::vector<BatchEntry>& entries,
                      const LayerFeatureAdds* adds, float* out, const TensorTap& tap = {});
+  // forward_batch one range of layers at a time, so a prompt chunk's work can be spread over
+  // several scheduler steps with the same arithmetic as in one call: hs [rows, hidden] holds the
+  // hidden states between calls (the input embeddings before layer 0). Call with ranges
+  // [0, a), [a, b), ... [z, num_layers) on the same entries and caches, nothing else touching
+  // those caches in between; the last range commits the rows to the caches and writes the
+  // final-norm hidden states to out.
+  void forward_layers(float* hs, const std::vector<BatchEntry>& entries,
+                      const LayerFeatureAdds* adds, int64_t layer_begin, int64_t layer_end,
+                      float* out, const TensorTap& tap = {});
 
   // logits [rows, vocab] = hidden [rows, hidden] * lm_head^T.
   void logits(const float* hidden, int64_t rows, float* out) const;
@@ -108,7 +117,7 @@ class TextDecoder {
   const TextWeights& w_;
   MRope rope_;
   // Activations, reused across calls (sized for the largest n seen).
-  AlignedBuffer<float> hidden_, normed_, q_, k_, v_, attn_, proj_, gate_, up_, cos_, sin_;
+  AlignedBuffer<float> batch_hidden_, normed_, q_, k_, v_, attn_, proj_, gate_, up_, cos_, sin_;
 };
 
 }  // namespace qvl

@@ -34,18 +34,20 @@ void VisionEncoder::block(const VisionBlockWeights& w, int64_t n, const float* c
     ops::rope_rotate_half(q.data() + t * hid, heads, hd, cos + t * hd / 2, sin + t * hd / 2);
     ops::rope_rotate_half(k.data() + t * hid, heads, hd, cos + t * hd / 2, sin + t * hd / 2);
   }
+  if (between) between();  // pauses every quarter block: the caller decides where to yield
   std::vector<float> attn(n * hid), out(n * hid);
   ops::AttentionShape shape{heads, heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
   ops::attention(q.data(), n, k.data(), v.data(), n, shape, -1, attn.data());
   ops::matmul(attn.data(), n, w.proj.weight, w.proj.bias.data(), out.data());
   for (size_t i = 0; i < x.size(); ++i) x[i] += out[i];
-  if (between) between();  // halves of a block keep the pause other requests see short
+  if (between) between();
 
   ops::layer_norm(x.data(), w.norm2.weight.data(), w.norm2.bias.data(), config_.layer_norm_eps, n,
                   hid, normed.data());
   std::vector<float> mid(n * config_.intermediate_size);
   ops::matmul(normed.data(), n, w.fc1.weight, w.fc1.bias.data(), mid.data());
   ops::gelu_tanh(mid.data(), static_cast<int64_t>(mid.size()));
+  if (between) between();
   ops::matmul(mid.data(), n, w.fc2.weight, w.fc2.bias.data(), out.data());
   for (size_t i = 0; i < x.size(); ++i) x[i] += out[i];
 }

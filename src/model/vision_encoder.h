@@ -24,8 +24,9 @@ class VisionEncoder {
 
   // One still image: pixel_values [grid_h * grid_w, C * T * P * P] in merge-window order, as
   // the processor lays them out (frame 0 is used; the kernel's temporal slices are pre-summed).
-  // between_blocks (optional) is called after each half of every transformer block: the engine
-  // lets a batched decode step run there, so a large image never freezes running streams.
+  // between_blocks (optional) is called four times in every transformer block (after q/k/v,
+  // attention, fc1, fc2): the engine may let a batched decode step run there, so a large image
+  // never freezes running streams.
   VisionOutput encode(const float* pixel_values, int64_t grid_h, int64_t grid_w,
                       const TensorTap& tap = {},
                       const std::function<void()>& between_blocks = {}) const;

@@ -21,7 +21,8 @@ struct Server::ChatContext {
   bool parse_tool_calls = false;
   bool logprobs = false;
   double timeout_seconds = 0;
-  // Destroyed bottom-up: the watch ends before the job it points into, the slot frees last.
+  // Destroyed bottom-up: the watch ends before the job it points into, the slot frees last (if
+  // the job did not free it when it ended).
   Admission::Slot slot;
   std::unique_ptr<GenerationJob> job;
   ConnectionWatch::Registration registration;
@@ -130,7 +131,10 @@ void Server::handle_chat(const HttpRequest& req, HttpResponse& res) {
   }
 
   context->job_started = Clock::now();
-  context->job = std::make_unique<GenerationJob>(engine, std::move(chat.generation));
+  // The slot frees when the engine is done with the request, not when the last event reached the
+  // client: a client's next request (or another's) must not get 429 meanwhile.
+  context->job = std::make_unique<GenerationJob>(engine, std::move(chat.generation),
+                                                 [slot = &context->slot] { slot->release(); });
   context->registration = watch_.watch(socket_fd, deadline, &context->job->cancel_state());
   context->job->wait_started();
   // A stream asked for is a stream, even when the job ended before any text (a short answer of

@@ -4,8 +4,9 @@
 
 namespace qvl::server {
 
-GenerationJob::GenerationJob(Engine& engine, GenerationRequest request)
-    : start_(std::chrono::steady_clock::now()) {
+GenerationJob::GenerationJob(Engine& engine, GenerationRequest request,
+                             std::function<void()> on_end)
+    : on_end_(std::move(on_end)), start_(std::chrono::steady_clock::now()) {
   thread_ = std::thread(
       [this, &engine, request = std::move(request)]() mutable { run(engine, std::move(request)); });
 }
@@ -40,6 +41,7 @@ void GenerationJob::run(Engine& engine, GenerationRequest request) {
   } catch (...) {
     error = std::current_exception();
   }
+  if (on_end_) on_end_();
   std::lock_guard lock(mutex_);
   if (!has_text_) {
     first_text_seconds_ =

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -19,8 +20,10 @@ namespace qvl::server {
 
 class GenerationJob {
  public:
-  // Starts generating at once; `engine` must outlive the job.
-  GenerationJob(Engine& engine, GenerationRequest request);
+  // Starts generating at once; `engine` must outlive the job. on_end (optional) runs on the
+  // job's thread as soon as the engine returns, before the job reports its end: e.g. to free the
+  // request's generation slot while the last events are still on their way to the client.
+  GenerationJob(Engine& engine, GenerationRequest request, std::function<void()> on_end = {});
   // Cancels if still running and joins the thread.
   ~GenerationJob();
   GenerationJob(const GenerationJob&) = delete;
@@ -51,6 +54,7 @@ class GenerationJob {
   void run(Engine& engine, GenerationRequest request);
 
   CancelState cancel_;
+  std::function<void()> on_end_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::string pending_;
