@@ -209,113 +209,22 @@ void softmax_span(float* s, int64_t visible, int64_t n, float* m_out, float* l_o
   *l_out = horizontal_sum(vsum);
 }
 
-template <int N>
-struct RowCount {
-  static constexpr int value = N;
-};
-
-// Calls f(r, RowCount<kR>()) for each group of rows [r, r + kR) of `rows`: pairs (a GQA pair
-// shares every K/V load), then a single last row.
-template <typename F>
-void for_row_pairs(int64_t rows, F f) {
-  int64_t r = 0;
-  for (; r + 2 <= rows; r += 2) f(r, RowCount<2>());
-  if (r < rows) f(r, RowCount<1>());
+// o[r] += sum_j w[r][j] * v[j] over all of head_dim: chunks of 32 columns (one 8-bit block), a
+// last one of 16 if head_dim is odd in 16s.
+template <int kR, typename T>
+void add_value_columns(float* const* o, const float* const* w, const T* const* v, int64_t n,
+                       int64_t d) {
+  int64_t c0 = 0;
+  for (; c0 + 32 <= d; c0 += 32) add_values<kR, 4>(o, w, v, n, c0);
+  if (c0 < d) add_values<kR, 2>(o, w, v, n, c0);
 }
 
-template <typename T>
-void span_kernel(const Problem& p, const DecodeTask& t, const T* const* k_pages,
-                 const T* const* v_pages, int64_t head_stride) {
-  const AttentionShape& s = p.shape;
-  const int64_t d = s.head_dim, group = s.n_heads / s.n_kv_heads, rows = p.nq * group;
-  const int64_t heads = t.kvh_end - t.kvh_begin;
-  const int64_t row_stride = s.n_kv_heads * head_stride;  // between positions in a page
-  // Keys of the span each row sees; the span scores the most any row sees.
-  int64_t visible[kDecodeMaxRows];
-  int64_t n = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t i = r / group;
-    const int64_t seen = p.causal_offset >= 0 ? min_i64(p.nk, p.causal_offset + i + 1) : p.nk;
-    visible[r] = max_i64(0, min_i64(seen, t.j1) - t.j0);
-    n = max_i64(n, visible[r]);
-  }
-  const int64_t run_bytes = heads * head_stride * static_cast<int64_t>(sizeof(T));
-  const int64_t ahead = max_i64(2, min_i64(kMaxAhead, kPrefetchBytes / run_bytes));
-  const T* k_rows[kTableRows];
-  const T* v_rows[kTableRows];
-  const int64_t table = (n + kKeys - 1) / kKeys * kKeys + ahead + kValueBlock;
-  row_addresses(k_pages, p.kv.page_rows, row_stride, t.kvh_begin * head_stride, t.j0, table,
-                p.nk - 1, k_rows);
-  row_addresses(v_pages, p.kv.page_rows, row_stride, t.kvh_begin * head_stride, t.j0, table,
-                p.nk - 1, v_rows);
-  auto scores = [&](int64_t h, int64_t r) {
-    return t.scratch + (h * rows + r) * kDecodeScoreStride;
-  };
-  // Row r's query for the run's first head (no divisions in the loops below).
-  const float* q_first[kDecodeMaxRows];
-  for (int64_t r = 0; r < rows; ++r) {
-    q_first[r] = p.q + ((r / group) * s.n_heads + t.kvh_begin * group + r % group) * d;
-  }
-  auto query = [&](int64_t h, int64_t r) { return q_first[r] + h * group * d; };
-  auto state = [&](int64_t h, int64_t r) {
-    return t.state + ((t.kvh_begin + h) * rows + r) * t.state_stride;
-  };
-
-  // Scores, position by position over the run's heads (keys past n are scored, then masked).
-  for (int64_t x = 0; x < ahead; ++x) prefetch_bytes(k_rows[x], run_bytes);
-  for (int64_t j = 0; j < n; j += kKeys) {
-    for (int x = 0; x < kKeys; ++x) prefetch_bytes(k_rows[j + ahead + x], run_bytes);
-    for (int64_t h = 0; h < heads; ++h) {
-      const T* k[kKeys];
-      for (int x = 0; x < kKeys; ++x) k[x] = k_rows[j + x] + h * head_stride;
-      for_row_pairs(rows, [&](int64_t r, auto kr) {
-        constexpr int kR = decltype(kr)::value;
-        const float* q[2] = {query(h, r), query(h, r + kR - 1)};
-        float* out[2] = {scores(h, r) + j, scores(h, r + kR - 1) + j};
-        score_keys<kR>(q, k, d, s.scale, out);
-      });
-    }
-  }
-  for (int64_t x = 0; x < ahead; ++x) prefetch_bytes(v_rows[x], run_bytes);
-  for (int64_t h = 0; h < heads; ++h) {
-    for (int64_t r = 0; r < rows; ++r) {
-      float* st = state(h, r);
-      softmax_span(scores(h, r), visible[r], n, st + d, st + d + 1);
-      for (int64_t c = 0; c < d; ++c) st[c] = 0.0f;
-    }
-  }
-  // Values, a block of positions at a time (their rows stay in L1 over the column chunks).
-  for (int64_t j = 0; j < n; j += kValueBlock) {
-    const int64_t block = min_i64(kValueBlock, n - j);
-    for (int64_t x = 0; x < kValueBlock; ++x) prefetch_bytes(v_rows[j + ahead + x], run_bytes);
-    for (int64_t h = 0; h < heads; ++h) {
-      const T* v[kValueBlock];
-      for (int64_t x = 0; x < block; ++x) v[x] = v_rows[j + x] + h * head_stride;
-      for_row_pairs(rows, [&](int64_t r, auto kr) {
-        constexpr int kR = decltype(kr)::value;
-        float* o[2] = {state(h, r), state(h, r + kR - 1)};
-        const float* w[2] = {scores(h, r) + j, scores(h, r + kR - 1) + j};
-        // Chunks of 32 columns (one 8-bit block), a last one of 16 if head_dim is odd in 16s.
-        int64_t c0 = 0;
-        for (; c0 + 32 <= d; c0 += 32) add_values<kR, 4>(o, w, v, block, c0);
-        if (c0 < d) add_values<kR, 2>(o, w, v, block, c0);
-      });
-    }
-  }
-}
+#include "ops/attention_decode_span.inc"
 
 }  // namespace
 
 void decode_span_avx2(const Problem& p, const DecodeTask& task) {
-  const int64_t d = p.shape.head_dim;
-  if (p.kv.k16_pages != nullptr) {
-    span_kernel(p, task, p.kv.k16_pages, p.kv.v16_pages, d);
-  } else if (p.kv.k8_pages != nullptr) {
-    // (kv_q8_bytes is an inline function: not called below the target pragma, see the top.)
-    span_kernel(p, task, p.kv.k8_pages, p.kv.v8_pages, d / kKvQ8Block * kKvQ8BlockBytes);
-  } else {
-    span_kernel(p, task, p.kv.k_pages, p.kv.v_pages, d);
-  }
+  run_span(p, task);
 }
 
 }  // namespace qvl::ops::attention_kernels
