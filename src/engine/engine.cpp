@@ -219,6 +219,9 @@ EncodedImages EngineImpl::encode_images(const GenerationRequest& request,
           std::make_shared<const ImageFeatures>(encode_prepared_image(vision_, prepared, [&] {
             const double now = held.millis(), piece = now - piece_start_ms;
             piece_start_ms = now;
+            if (piece > 1000) {
+              QVL_LOG(kDebug) << "slow vision piece: " << piece << " ms";
+            }
             if (now + piece <= scheduler_.decode_step_ms()) return;
             turn.unlock();
             turn.lock();
@@ -226,6 +229,9 @@ EncodedImages EngineImpl::encode_images(const GenerationRequest& request,
             piece_start_ms = 0;
             if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
           }));
+      if (held.millis() - piece_start_ms > 1000) {
+        QVL_LOG(kDebug) << "slow vision tail: " << held.millis() - piece_start_ms << " ms";
+      }
       turn.unlock();
       image_cache_.insert(key, features);
       out.features.push_back(std::move(features));

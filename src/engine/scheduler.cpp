@@ -10,6 +10,9 @@
 #include "base/timer.h"
 
 namespace qvl {
+
+// Steps longer than this are logged (debug): they show up as gaps in every running stream.
+constexpr double kSlowStepMs = 1000;
 namespace {
 
 template <size_t N>
@@ -183,6 +186,8 @@ void Scheduler::step(std::vector<Sequence*>& running) {
   const int64_t layers = config_.text.num_layers;
   hidden_.resize(static_cast<size_t>((decode_rows + 1) * hidden));
   logits_.resize(static_cast<size_t>((decode_rows + 1) * vocab));
+  const Timer step_time;
+  int64_t prefill_layers_from = 0;
   try {
     std::lock_guard<TurnLock> turn(turn_);
     const Timer decode_time;
@@ -207,6 +212,7 @@ void Scheduler::step(std::vector<Sequence*>& running) {
       chunk_out_.resize(static_cast<size_t>(c.rows() * hidden));
       const Timer slice_time;
       double layer_ms = 0;
+      prefill_layers_from = c.layers_done;
       while (c.layers_done < layers) {
         const int64_t to = decode_rows > 0 ? c.layers_done + 1 : layers;
         const double before = slice_time.millis();
@@ -231,6 +237,16 @@ void Scheduler::step(std::vector<Sequence*>& running) {
     for (Sequence* s : batch_) fail_sequence(*s, error);
     retire(running);
     return;
+  }
+  // A step that holds the model long stalls every running stream: say what it did.
+  if (const double ms = step_time.millis(); ms > kSlowStepMs) {
+    QVL_LOG(kDebug) << "slow step: " << static_cast<int>(ms) << " ms, " << decode_rows
+                    << " decode rows"
+                    << (prefill ? ", prompt layers " + std::to_string(prefill_layers_from) + ".." +
+                                      std::to_string(prefill->chunk.layers_done) + " of rows " +
+                                      std::to_string(prefill->chunk.begin) + ".." +
+                                      std::to_string(prefill->chunk.end)
+                                : std::string());
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
