@@ -45,20 +45,6 @@ void qk_tile(const float* const* qr, const float* panel, int64_t d, float scale,
   }
 }
 
-float horizontal_max(__m256 v) {
-  __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  x = _mm_max_ps(x, _mm_movehl_ps(x, x));
-  x = _mm_max_ss(x, _mm_movehdup_ps(x));
-  return _mm_cvtss_f32(x);
-}
-
-float horizontal_sum(__m256 v) {
-  __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-  x = _mm_add_ss(x, _mm_movehdup_ps(x));
-  return _mm_cvtss_f32(x);
-}
-
 // o[r][c0 .. c0 + 8 * kVecs) = alpha[r] * o + sum_j p[r][j] * v[j][c0 ..] for the first kLive
 // rows, v packed per head ([nk][d], row j at v + j * d: prefill). Rows are contiguous, so the
 // hardware prefetcher follows them, and without a row table and software prefetches the 12

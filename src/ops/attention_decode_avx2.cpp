@@ -162,19 +162,6 @@ void add_values(float* const* o, const float* const* p, const T* const* v, int64
   }
 }
 
-float horizontal_max(__m256 v) {
-  __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  x = _mm_max_ps(x, _mm_movehl_ps(x, x));
-  x = _mm_max_ss(x, _mm_movehdup_ps(x));
-  return _mm_cvtss_f32(x);
-}
-float horizontal_sum(__m256 v) {
-  __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-  x = _mm_add_ss(x, _mm_movehdup_ps(x));
-  return _mm_cvtss_f32(x);
-}
-
 // Scores s[0 .. n) of one row, the first `visible` of them seen: s becomes exp(s - m) (0 past
 // visible, up to n rounded up to 8) with m their max; returns m and l, their sum (-inf and 0 if
 // nothing is visible).

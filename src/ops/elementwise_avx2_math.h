@@ -34,3 +34,17 @@ static inline __m256 exp_avx2(__m256 x) {
   result = _mm256_blendv_ps(result, _mm256_setzero_ps(), under);
   return _mm256_blendv_ps(result, x, nan);
 }
+
+// The largest and the sum of 8 lanes (the sum by a fixed tree: same bits on every call).
+static inline float horizontal_max(__m256 v) {
+  __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+  x = _mm_max_ss(x, _mm_movehdup_ps(x));
+  return _mm_cvtss_f32(x);
+}
+static inline float horizontal_sum(__m256 v) {
+  __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+  x = _mm_add_ss(x, _mm_movehdup_ps(x));
+  return _mm_cvtss_f32(x);
+}
