@@ -91,11 +91,15 @@ test('Shift+Enter is a new line, Enter sends; settings placeholders come from th
   await page.getByRole('button', { name: 'Save' }).click();
 });
 
+// A tile shows at once, pending, while the image is read and resized; Enter does not send until
+// it is ready (on a loaded machine that takes seconds, and a press before it was lost).
+const attachmentReady = () => page.locator('.attachment:not([aria-busy="true"])').waitFor();
+
 test('Find objects draws labelled boxes from a grounding answer', async () => {
   reply = () => sseBody(GROUNDING);
   await page.getByRole('button', { name: 'New chat', exact: true }).click();
   await page.locator('#file-input').setInputFiles(SCENE);
-  await page.locator('.attachment').waitFor();
+  await attachmentReady();
   await preset('Find objects').click();
   await question().fill('cats and dogs');
   await question().press('Enter');
@@ -215,7 +219,7 @@ test('clear empties the conversation', async () => {
 test('screenshots at desktop and phone width, light and dark, all focusable controls labelled', async () => {
   reply = () => sseBody(GROUNDING);
   await page.locator('#file-input').setInputFiles(SCENE);
-  await page.locator('.attachment').waitFor();
+  await attachmentReady();
   await preset('Find objects').click();
   await question().fill('cats and dogs');
   await question().press('Enter');
