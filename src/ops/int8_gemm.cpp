@@ -53,13 +53,13 @@ kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
               kernels::kInt8Avx2XRows, Int8XLayout::kInt8, Int8PanelWeights::kBytes};
     case Int8GemmKernel::kAvxVnni:
       return {q8 ? kernels::int8_tile_q8_avxvnni : kernels::int8_tile_q4_avxvnni, 16,
-              kernels::kInt8Avx2XRows, vnni_x, Int8PanelWeights::kBytes};
+              kernels::kInt8AvxVnniXRows, vnni_x, Int8PanelWeights::kBytes};
     case Int8GemmKernel::kAvx512Vnni:
       return {q8 ? kernels::int8_tile_q8_avx512 : kernels::int8_tile_q4_avx512, 32,
               kernels::kInt8Avx512XRows, vnni_x, Int8PanelWeights::kBytes};
     case Int8GemmKernel::kAvxVnniEmulated:
       return {q8 ? kernels::int8_tile_q8_avxvnni_emulated : kernels::int8_tile_q4_avxvnni_emulated,
-              16, kernels::kInt8Avx2XRows, vnni_x, Int8PanelWeights::kBytes};
+              16, kernels::kInt8AvxVnniXRows, vnni_x, Int8PanelWeights::kBytes};
   }
   fail(ErrorCode::kInternal, "unknown int8 GEMM kernel");
 }

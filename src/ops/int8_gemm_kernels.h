@@ -99,6 +99,7 @@ void int8_widen_avx2(const int8_t* src, int64_t n, int16_t* dst);
 inline constexpr int64_t kInt8Avx2XRows = 4;
 inline constexpr int64_t kInt8Avx2Q4XRows = 6;
 inline constexpr int64_t kInt8Avx2Q8XRows = 6;
+inline constexpr int64_t kInt8AvxVnniXRows = 6;
 inline constexpr int64_t kInt8Avx512XRows = 6;
 
 }  // namespace qvl::ops::kernels
