@@ -149,8 +149,9 @@ struct GenerationRequest {
   // -1: no log-probabilities (no cost). 0..kMaxTopLogprobs: each generated token's
   // log-probability plus that many alternatives, in GenerationResult::logprobs.
   int64_t top_logprobs = -1;
-  // Optional, with top_logprobs >= 0: called for each generated token, before its text reaches
-  // the TextCallback (for streaming).
+  // Optional, with top_logprobs >= 0: called for each generated token (but an end-of-sequence
+  // one) as its last callback, after its text (if any) went to the TextCallback: a streamer can
+  // send each token when this comes, with or without text.
   LogprobsCallback on_logprobs;
 };
 constexpr int64_t kMaxTopLogprobs = 20;

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "cli/sse_stream.h"
+#include "cli/stream_chunk.h"
 
 namespace qvl::cli {
 namespace {
@@ -65,16 +66,6 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
 void init_curl_once() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-// The message of an OpenAI error object, or the raw text when it is not one.
-std::string error_message(const std::string& body) {
-  const json parsed = json::parse(body, nullptr, false);
-  if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_object() &&
-      parsed["error"].value("message", json()).is_string()) {
-    return parsed["error"]["message"].get<std::string>();
-  }
-  return body.substr(0, 300);
 }
 
 using CurlHandle = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
@@ -160,47 +151,7 @@ ChatStreamResult ChatStreamClient::stream_chat(
       finished_stream = true;
       return;
     }
-    const json chunk = json::parse(data, nullptr, false);
-    if (!chunk.is_object()) {
-      result.error = "the server sent an SSE event that is not JSON: " + data.substr(0, 200);
-      return;
-    }
-    if (chunk.contains("error")) {
-      result.error = "error event in the stream: " + error_message(data);
-      return;
-    }
-    if (const auto usage = chunk.find("usage"); usage != chunk.end() && usage->is_object()) {
-      result.prompt_tokens = usage->value("prompt_tokens", int64_t{-1});
-      result.completion_tokens = usage->value("completion_tokens", int64_t{-1});
-      if (const auto details = usage->find("prompt_tokens_details");
-          details != usage->end() && details->is_object()) {
-        result.cached_tokens = details->value("cached_tokens", int64_t{-1});
-      }
-      if (const auto timings = chunk.find("timings"); timings != chunk.end()) {
-        result.timings = *timings;
-      }
-    }
-    const auto choices = chunk.find("choices");
-    if (choices == chunk.end() || !choices->is_array() || choices->empty()) return;
-    const json& choice = choices->front();
-    if (const auto reason = choice.find("finish_reason");
-        reason != choice.end() && reason->is_string()) {
-      result.finish_reason = reason->get<std::string>();
-    }
-    const auto delta = choice.find("delta");
-    if (delta == choice.end() || !delta->is_object()) return;
-    const auto content = delta->find("content");
-    if (content == delta->end() || !content->is_string() ||
-        content->get_ref<const std::string&>().empty()) {
-      return;
-    }
-    const double at = now();
-    if (result.first_content_at < 0) {
-      result.first_content_at = at;
-      if (on_first_content) on_first_content();
-    }
-    result.content_times.push_back(at);
-    result.text += content->get<std::string>();
+    if (read_stream_event(data, now(), result) && on_first_content) on_first_content();
   };
 
   Transfer transfer;

@@ -27,8 +27,12 @@ struct ChatStreamResult {
   double sent_at = 0;            // request started
   double first_content_at = -1;  // first chunk with text; -1 if none came
   std::vector<double> content_times;  // arrival of every chunk that carried text
-  double done_at = 0;                 // response complete
-  std::string text;                   // the streamed answer
+  // Arrival of every chunk that carried generated tokens: text, or log-probabilities of tokens
+  // without text (requests with "logprobs" see every token this way).
+  std::vector<double> token_times;
+  int64_t textless_tokens = 0;  // log-probability entries that came in chunks without text
+  double done_at = 0;           // response complete
+  std::string text;             // the streamed answer
   std::string finish_reason;
   int64_t prompt_tokens = -1;  // from the usage chunk (stream_options.include_usage)
   int64_t completion_tokens = -1;

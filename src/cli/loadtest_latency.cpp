@@ -98,8 +98,13 @@ ScenarioResult run_interference(const LoadContext& context) {
   std::vector<std::thread> threads;
   for (int i = 0; i < kStreams; ++i) {
     threads.emplace_back([&, i] {
-      const json body = context.chat_body(json::array({user_message(long_answer_prompt(100 + i))}),
-                                          o.interference_tokens);
+      json body = context.chat_body(json::array({user_message(long_answer_prompt(100 + i))}),
+                                    o.interference_tokens);
+      // Every token reaches the client, also one without text (which only its log-probability
+      // carries): the gaps are between tokens, not between pieces of text. A model with random
+      // weights repeats ids that have no text (e.g. 16 in a row), which read as a stall otherwise.
+      body["logprobs"] = true;
+      body["top_logprobs"] = 0;
       ChatStreamResult response = context.client().stream_chat(body, [&] {
         std::lock_guard lock(mutex);
         ++started;
@@ -128,11 +133,13 @@ ScenarioResult run_interference(const LoadContext& context) {
   bool usable = check_response(result, image, "image request");
   note_if_textless(result, image, "image request");
   std::vector<double> gaps_ms, gaps_during_image_ms;
+  int64_t textless_tokens = 0;
   const double image_first = image.sent_at + image.ttft();
   for (int i = 0; i < kStreams; ++i) {
     const std::string name = "stream " + std::to_string(i + 1);
     usable = check_response(result, streams[i], name) && usable;
-    const std::vector<double>& times = streams[i].content_times;
+    const std::vector<double>& times = streams[i].token_times;
+    textless_tokens += streams[i].textless_tokens;
     for (size_t k = 1; k < times.size(); ++k) {
       gaps_ms.push_back((times[k] - times[k - 1]) * 1000);
       // A gap overlapping the image's way to its first token.
@@ -152,6 +159,8 @@ ScenarioResult run_interference(const LoadContext& context) {
   result.measure("streams_decoding_at_image", "streams decoding when the image came",
                  decoding_at_image);
   result.measure("token_gaps", "token gaps measured", static_cast<double>(summary.count));
+  result.measure("textless_tokens", "streamed tokens without text",
+                 static_cast<double>(textless_tokens));
   result.measure("gap_median_ms", "token gap median (ms)", summary.median);
   result.measure("gap_p99_ms", "token gap p99 (ms)", summary.p99);
   result.measure("gap_max_ms", "token gap max (ms)", summary.max);

@@ -293,7 +293,6 @@ void Scheduler::advance(Sequence& s, float* logits) {
       finish(s, FinishReason::kStop);
       return;
     }
-    if (s.top_logprobs >= 0) s.record_logprobs(logits, config_.text.vocab_size, token);
     r.completion_ids.push_back(token);
     if (s.constraint) s.constraint->accept(token);
     const StopMatcher::Result m = s.stops.feed(s.detok.push(static_cast<int32_t>(token)));
@@ -301,6 +300,9 @@ void Scheduler::advance(Sequence& s, float* logits) {
       r.text += m.text;
       if (s.on_text && !s.on_text(m.text)) s.callback_stopped = true;
     }
+    // Last of the token's callbacks: a streamer sends its text and log-probability together,
+    // and a token without text (held-back bytes, an id with no text) still leaves at once.
+    if (s.top_logprobs >= 0) s.record_logprobs(logits, config_.text.vocab_size, token);
     if (m.stopped || (s.constraint && s.constraint->finished())) {
       finish(s, FinishReason::kStop);
     } else if (s.callback_stopped ||

@@ -17,7 +17,11 @@ GenerationJob::~GenerationJob() {
 }
 
 void GenerationJob::run(Engine& engine, GenerationRequest request) {
-  auto on_text = [this](const std::string& delta) {
+  // With log-probabilities, a token's last callback is on_logprobs (after its text, if any): the
+  // reader is woken there, so it takes a token's text and log-probability together, and a token
+  // without text leaves as soon as it is generated instead of with the next text.
+  const bool wake_on_logprobs = request.top_logprobs >= 0;
+  auto on_text = [this, wake_on_logprobs](const std::string& delta) {
     std::lock_guard lock(mutex_);
     if (!has_text_) {
       first_text_seconds_ =
@@ -25,13 +29,18 @@ void GenerationJob::run(Engine& engine, GenerationRequest request) {
     }
     has_text_ = true;
     pending_ += delta;
-    changed_.notify_all();
+    if (!wake_on_logprobs) {
+      ready_ = true;
+      changed_.notify_all();
+    }
     return !cancel_.cancel.load();
   };
-  if (request.top_logprobs >= 0) {
+  if (wake_on_logprobs) {
     request.on_logprobs = [this](const GeneratedTokenLogprobs& token) {
       std::lock_guard lock(mutex_);
-      pending_logprobs_.push_back(token);  // sent with the text it produced, or after it
+      pending_logprobs_.push_back(token);
+      ready_ = true;
+      changed_.notify_all();
     };
   }
   GenerationResult result;
@@ -55,7 +64,8 @@ void GenerationJob::run(Engine& engine, GenerationRequest request) {
 
 GenerationJob::Progress GenerationJob::wait(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  changed_.wait_for(lock, timeout, [this] { return !pending_.empty() || finished_; });
+  changed_.wait_for(lock, timeout, [this] { return ready_ || finished_; });
+  ready_ = false;
   Progress progress;
   progress.text = std::move(pending_);
   pending_.clear();

@@ -37,7 +37,7 @@ class GenerationJob {
     std::vector<GeneratedTokenLogprobs> logprobs;
     bool finished = false;  // the engine returned or threw
   };
-  // Waits up to `timeout` for new text or the end, and takes the new text.
+  // Waits up to `timeout` for new text, new log-probabilities or the end, and takes them.
   Progress wait(std::chrono::milliseconds timeout);
   // Waits until there is text or the job ended, without taking anything.
   void wait_started();
@@ -59,6 +59,9 @@ class GenerationJob {
   std::condition_variable changed_;
   std::string pending_;
   std::vector<GeneratedTokenLogprobs> pending_logprobs_;
+  // A token is complete (with log-probabilities: its last callback came), so a reader takes its
+  // text and log-probability together.
+  bool ready_ = false;
   bool has_text_ = false;
   bool finished_ = false;
   GenerationResult result_;

@@ -40,6 +40,19 @@ for (const s of r.scenarios) {
 }
 if (r.scenarios[0].ttft_ms.length !== 2) throw new Error("ttft_ms per turn");
 ' "$out"
+# Interference: token gaps of 3 streams (every token timed, with or without text) around an image.
+out=$("$QVL" loadtest --url "http://127.0.0.1:$port" --scenario interference \
+      --interference-tokens 12 --answer-tokens 4 --image-size 64 --json)
+node -e '
+const s = JSON.parse(process.argv[1]).scenarios[0];
+if (s.failures.length || s.responses_by_status["200"] !== 4) throw new Error("run " + JSON.stringify(s));
+// 3 streams of up to 12 tokens: a gap per token after the first, each chunk timed once.
+if (!(s.token_gaps >= 3 && s.token_gaps <= 33)) throw new Error("token_gaps " + s.token_gaps);
+for (const k of ["gap_median_ms", "gap_p99_ms", "gap_ratio_p99_median"])
+  if (!(typeof s[k] === "number" && Number.isFinite(s[k]) && s[k] > 0)) throw new Error(k + " " + s[k]);
+if (!(Number.isInteger(s.textless_tokens) && s.textless_tokens >= 0)) throw new Error("textless_tokens");
+if (s.targets.length !== 1 || s.targets[0].metric !== "gap_ratio_p99_median") throw new Error("targets");
+' "$out"
 # Memory: a small run is held to weights + KV budget + image-cache budget + 300 MB, with the
 # weights' size from /props (the folder's checkpoint plus the matrices packed from it).
 out=$("$QVL" loadtest --url "http://127.0.0.1:$port" --scenario memory --conversations 2 \

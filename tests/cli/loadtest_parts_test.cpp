@@ -1,4 +1,5 @@
-// The pure pieces of `qvl loadtest`: SSE framing, percentiles, /metrics parsing and diffing.
+// The pure pieces of `qvl loadtest`: SSE framing, stream chunks, percentiles, /metrics parsing
+// and diffing.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include "cli/loadtest_report.h"
 #include "cli/prometheus_text.h"
 #include "cli/sse_stream.h"
+#include "cli/stream_chunk.h"
 
 namespace qvl::cli {
 namespace {
@@ -48,6 +50,55 @@ TEST(SseParser, JoinsDataLinesAndSkipsOtherFields) {
 TEST(SseParser, UnterminatedEventIsNotDelivered) {
   EXPECT_TRUE(events_of({"data: partial"}).empty());
   EXPECT_TRUE(events_of({"data: partial\n"}).empty());
+}
+
+std::string chunk(const std::string& content, int logprob_entries) {
+  nlohmann::json choice = {{"index", 0}, {"delta", {{"content", content}}}};
+  if (logprob_entries > 0) {
+    nlohmann::json entries = nlohmann::json::array();
+    for (int i = 0; i < logprob_entries; ++i) {
+      entries.push_back({{"token", ""}, {"logprob", -0.5}, {"bytes", nlohmann::json::array()}});
+    }
+    choice["logprobs"] = {{"content", entries}};
+  }
+  return nlohmann::json{{"object", "chat.completion.chunk"}, {"choices", {choice}}}.dump();
+}
+
+TEST(StreamChunk, TokensWithoutTextAreTokenArrivals) {
+  // A stream whose second and third tokens have no text (a random-weights model repeats such
+  // ids): only their log-probabilities come. Timing text alone saw one gap of 3 s here.
+  ChatStreamResult result;
+  EXPECT_FALSE(read_stream_event(chunk("", 0), 0.5, result));  // the role chunk: no token
+  EXPECT_TRUE(read_stream_event(chunk("Hello", 1), 1.0, result));
+  EXPECT_FALSE(read_stream_event(chunk("", 1), 2.0, result));
+  EXPECT_FALSE(read_stream_event(chunk("", 1), 3.0, result));
+  EXPECT_FALSE(read_stream_event(chunk(" world", 1), 4.0, result));
+  EXPECT_EQ(result.token_times, (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(result.content_times, (std::vector<double>{1, 4}));
+  EXPECT_EQ(result.textless_tokens, 2);
+  EXPECT_EQ(result.first_content_at, 1.0);
+  EXPECT_EQ(result.text, "Hello world");
+  EXPECT_EQ(successive_gaps(result.token_times), (std::vector<double>{1, 1, 1}));
+}
+
+TEST(StreamChunk, UsageFinishAndErrors) {
+  ChatStreamResult result;
+  read_stream_event(R"({"choices":[{"index":0,"delta":{},"finish_reason":"length"}]})", 1, result);
+  read_stream_event(R"({"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3,)"
+                    R"("prompt_tokens_details":{"cached_tokens":4}},"timings":{"a":1}})",
+                    2, result);
+  EXPECT_EQ(result.finish_reason, "length");
+  EXPECT_EQ(result.prompt_tokens, 7);
+  EXPECT_EQ(result.completion_tokens, 3);
+  EXPECT_EQ(result.cached_tokens, 4);
+  EXPECT_EQ(result.timings["a"], 1);
+  EXPECT_TRUE(result.token_times.empty());
+  EXPECT_TRUE(result.error.empty());
+  read_stream_event(R"({"error":{"message":"boom"}})", 3, result);
+  EXPECT_EQ(result.error, "error event in the stream: boom");
+  ChatStreamResult garbled;
+  read_stream_event("not json", 1, garbled);
+  EXPECT_NE(garbled.error.find("not JSON"), std::string::npos);
 }
 
 TEST(Percentile, InterpolatesBetweenRanks) {

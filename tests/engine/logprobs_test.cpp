@@ -78,7 +78,11 @@ TEST(GenerateLogprobs, EqualExactLogSoftmaxOfScoreBeforeTemperatureAndPenalties)
   request.top_logprobs = 5;
   std::vector<int64_t> streamed;
   std::string streamed_text;
-  request.on_logprobs = [&](const GeneratedTokenLogprobs& t) { streamed.push_back(t.token.id); };
+  std::vector<std::string> text_at_logprobs;  // what on_text had delivered when each token's came
+  request.on_logprobs = [&](const GeneratedTokenLogprobs& t) {
+    streamed.push_back(t.token.id);
+    text_at_logprobs.push_back(streamed_text);
+  };
   const GenerationResult result = engine->generate(request, [&](const std::string& s) {
     streamed_text += s;
     return true;
@@ -86,6 +90,18 @@ TEST(GenerateLogprobs, EqualExactLogSoftmaxOfScoreBeforeTemperatureAndPenalties)
   ASSERT_EQ(result.completion_ids.size(), 8u);
   ASSERT_EQ(result.logprobs.size(), 8u);
   EXPECT_EQ(streamed, result.completion_ids);
+  // A token's log-probability is its last callback: its text has been delivered by then (a
+  // streamer sends both together, and a token without text at once).
+  int checked = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    const std::vector<int64_t> prefix(result.completion_ids.begin(),
+                                      result.completion_ids.begin() + static_cast<int64_t>(i) + 1);
+    const std::string decoded = engine->detokenize(prefix);
+    if (decoded.find("\xEF\xBF\xBD") != std::string::npos) continue;  // bytes still held back
+    EXPECT_EQ(text_at_logprobs[i], decoded) << "token " << i;
+    checked += text_at_logprobs[i] != (i == 0 ? std::string() : text_at_logprobs[i - 1]);
+  }
+  EXPECT_GT(checked, 0) << "no token with text was checked";
 
   std::vector<std::vector<double>> exact;
   const ScoreResult scored =
