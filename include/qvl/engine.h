@@ -41,6 +41,10 @@ struct EngineOptions {
   int64_t kv_cache_mb = 0;
   int64_t image_cache_mb = 0;
   int64_t kv_page_tokens = 32;  // positions per KV page (a multiple of 16)
+  // false: a finished request's pages are freed at once and no prompt reuses earlier ones (every
+  // prompt computed in full; resident KV stays at what running requests hold, and one request's
+  // prompt cannot speed up, and so reveal itself to, another's).
+  bool prefix_cache = true;
   // KV cache storage with bf16/q8/q4 weights: "f16" (default when empty) or "q8" (8-bit blocks
   // with a scale each: 0.56x the memory and bytes read per decode step). Exact keeps fp32.
   std::string kv_type;

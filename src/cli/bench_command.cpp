@@ -1,7 +1,5 @@
 #include "cli/bench_command.h"
 
-#include <sys/resource.h>
-
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -31,12 +29,6 @@ struct BenchOptions {
   bool json = false;
   bool skip_large_image = false;
 };
-
-double peak_rss_mib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-}
 
 void print(const nlohmann::json& j, bool as_json) {
   if (as_json) {
@@ -70,6 +62,7 @@ void bench(BenchOptions o) {
   eo.kv_type = o.kv_type;
   eo.image_max_tokens = 1024;  // 448x448 -> 196 tokens and 1024x768 -> 768 tokens, unscaled
   eo.image_cache_mb = -1;      // every image is new anyway (see measure_run)
+  eo.prefix_cache = false;     // so is every prompt: keeping their KV would only hold memory
   const Timer load_timer;
   auto engine = Engine::load(eo);
   const double load_ms = load_timer.millis();

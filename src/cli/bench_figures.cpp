@@ -1,5 +1,7 @@
 #include "cli/bench_figures.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 
 #include "base/log.h"
@@ -125,6 +127,12 @@ std::string prompt_of_length(const Engine& engine, int64_t target, const std::st
   return text;
 }
 
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
 RunFigures measure_run(Engine& engine, const BenchSettings& s) {
   profile::set_enabled(true);
   RunFigures f;
@@ -177,6 +185,7 @@ RunFigures measure_run(Engine& engine, const BenchSettings& s) {
   f.prompt_tok_per_s = median(prefill_tps);
   f.decode_tok_per_s = median(decode_tps);
   f.ttft_image_448_ms = median(ttft);
+  f.peak_rss_mib_before_contexts = peak_rss_mib();
 
   // Decode after a long prompt: once per context (each costs a prefill of that length).
   for (const int64_t context : s.contexts) {

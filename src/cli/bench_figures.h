@@ -47,8 +47,14 @@ struct RunFigures {
   double decode_dispatches_per_token = 0;  // thread-pool parallel regions (mean over repeats)
   double ttft_image_448_ms = 0;
   int64_t ttft_prompt_tokens = 0;  // prompt of the 448x448 request (image tokens included)
+  // Peak resident memory of the process up to the long-context figures (images, prompt, decode,
+  // first token): long contexts add their KV on top.
+  double peak_rss_mib_before_contexts = 0;
   std::vector<ContextFigure> contexts;
 };
+
+// The process's peak resident memory so far, MiB.
+double peak_rss_mib();
 
 // A user message starting with `start` whose chat prompt is `target` tokens long (at least the
 // template's and start's).

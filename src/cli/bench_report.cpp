@@ -208,6 +208,7 @@ json bench_json(const BenchContext& ctx, const std::vector<RunFigures>& runs) {
             {"repeats", ctx.settings->repeats},
             {"load_ms", ctx.load_ms},
             {"peak_rss_mib", ctx.peak_rss_mib},
+            {"peak_rss_mib_image_and_prompt", runs.front().peak_rss_mib_before_contexts},
             {"decode_bytes_per_token", cost.decode_weight_bytes},
             {"kv_bytes_per_token", cost.kv_bytes_per_position},
             {"machine", machine_json(*ctx.machine)}};

@@ -53,11 +53,11 @@ void print_bench_table(const json& r) {
   }
   std::printf("model     %s\n", r["model"].get<std::string>().c_str());
   std::printf(
-      "weights   %s (vision %s), KV cache %s; load %s ms, peak RSS %s MiB, %s MB read per "
-      "decode token\n",
+      "weights   %s (vision %s), KV cache %s; load %s ms, peak RSS %s MiB (%s before the long "
+      "contexts), %s MB read per decode token\n",
       r["quant"].get<std::string>().c_str(), r["vision_weights"].get<std::string>().c_str(),
       r["kv_cache"].get<std::string>().c_str(), number(r["load_ms"], 0).c_str(),
-      number(r["peak_rss_mib"], 0).c_str(),
+      number(r["peak_rss_mib"], 0).c_str(), number(r["peak_rss_mib_image_and_prompt"], 0).c_str(),
       number(json(r["decode_bytes_per_token"].get<double>() * 1e-6), 0).c_str());
   print_machine(r["machine"]);
 

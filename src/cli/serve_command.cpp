@@ -229,6 +229,9 @@ void add_serve_command(CLI::App& app) {
                    "for reuse")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 22));
+  serve->add_flag("!--no-prefix-cache", o.engine.prefix_cache,
+                  "Free a finished request's KV pages at once and never reuse prompts (every "
+                  "prompt computed in full; no request's speed depends on another's prompt)");
   serve
       ->add_option("--image-cache-mb", o.engine.image_cache_mb,
                    "Vision features of recent images, MiB (0 = 256, -1 = off)")

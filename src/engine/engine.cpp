@@ -84,7 +84,7 @@ class EngineImpl : public Engine {
         pool_(model_->config.text.num_layers,
               model_->config.text.num_kv_heads * model_->config.text.head_dim,
               configured_kv_type(decoder_, options.kv_type), options.kv_page_tokens,
-              mib(options.kv_cache_mb, kDefaultKvCacheMb)),
+              mib(options.kv_cache_mb, kDefaultKvCacheMb), options.prefix_cache),
         scheduler_(decoder_, model_->config, model_->generation.eos_token_ids, pool_, turn_,
                    scheduler_options(options)) {
     const int64_t min_tokens =

@@ -13,8 +13,12 @@
 namespace qvl {
 
 KVPool::KVPool(int64_t num_layers, int64_t kv_width, KVType type, int64_t page_rows,
-               size_t budget_bytes)
-    : num_layers_(num_layers), kv_width_(kv_width), type_(type), page_rows_(page_rows) {
+               size_t budget_bytes, bool prefix_caching)
+    : num_layers_(num_layers),
+      kv_width_(kv_width),
+      type_(type),
+      page_rows_(page_rows),
+      prefix_caching_(prefix_caching) {
   QVL_CHECK(num_layers > 0 && kv_width > 0 && page_rows > 0 && page_rows % 16 == 0);
   layer_bytes_ = static_cast<size_t>(page_rows) * position_bytes();
   page_bytes_ = layer_bytes_ * 2 * static_cast<size_t>(num_layers);
@@ -203,7 +207,7 @@ KVPool::Match KVPool::lookup(const uint64_t* keys, int64_t limit) {
 
 void KVPool::index_page(int32_t p, uint64_t parent, const uint64_t* keys, int64_t rows) {
   Page& page = pages_[p];
-  if (page.indexed || rows <= 0) return;
+  if (!prefix_caching_ || page.indexed || rows <= 0) return;
   const bool full = rows == page_rows_;
   uint64_t hash = 0;
   if (full) {

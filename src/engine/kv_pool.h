@@ -34,8 +34,11 @@ struct KVPoolStats {
 
 class KVPool {
  public:
-  // Throws Error(kInvalidArgument) if the budget holds fewer than 2 pages.
-  KVPool(int64_t num_layers, int64_t kv_width, KVType type, int64_t page_rows, size_t budget_bytes);
+  // Throws Error(kInvalidArgument) if the budget holds fewer than 2 pages. Without prefix caching
+  // nothing is indexed: lookups find nothing and released pages are free at once (and, last in
+  // first out, the next to be handed out, so resident memory stays at what is in use).
+  KVPool(int64_t num_layers, int64_t kv_width, KVType type, int64_t page_rows, size_t budget_bytes,
+         bool prefix_caching = true);
   ~KVPool();
   KVPool(const KVPool&) = delete;
   KVPool& operator=(const KVPool&) = delete;
@@ -44,6 +47,7 @@ class KVPool {
   int64_t kv_width() const { return kv_width_; }
   KVType type() const { return type_; }
   int64_t page_rows() const { return page_rows_; }
+  bool prefix_caching() const { return prefix_caching_; }
   int64_t total_pages() const { return static_cast<int64_t>(pages_.size()); }
   // Pages that can be handed out now: free ones plus cached ones nobody uses.
   int64_t available_pages() const { return free_count_ + cached_idle_count_; }
@@ -99,6 +103,7 @@ class KVPool {
   int64_t num_layers_, kv_width_;
   KVType type_;
   int64_t page_rows_;
+  bool prefix_caching_;
   size_t layer_bytes_ = 0;  // K or V of one layer in one page
   size_t page_bytes_ = 0;
   uint8_t* memory_ = nullptr;  // an anonymous mapping: pages become resident when first written

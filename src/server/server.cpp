@@ -288,6 +288,7 @@ void Server::handle_props(HttpResponse& res) {
       {"kv_page_tokens", stats.kv_page_tokens},
       {"kv_pages", stats.kv_pages_total},
       {"kv_storage", info.kv_cache},
+      {"prefix_cache", options_.engine.prefix_cache},
       {"image_cache_bytes", stats.image_cache_budget_bytes},
       {"max_batch", options_.engine.max_batch},
       {"prefill_chunk", options_.engine.prefill_chunk}};

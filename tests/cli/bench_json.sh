@@ -22,10 +22,12 @@ const percent = (o, k) => {
   if (!(typeof o[k] === "number" && o[k] >= 0 && o[k] < 1000)) fail(k + " not a percentage");
 };
 for (const k of ["load_ms", "vision_448x448_ms", "prompt_tok_per_s", "decode_tok_per_s",
-                 "ttft_image_448_ms", "peak_rss_mib", "threads", "decode_bytes_per_token",
+                 "ttft_image_448_ms", "peak_rss_mib", "peak_rss_mib_image_and_prompt", "threads",
+                 "decode_bytes_per_token",
                  "decode_tok_per_s_ctx0", "decode_tok_per_s_ctx1k", "prompt_gflop_per_s",
                  "vision_448x448_gflop_per_s", "decode_gb_per_s", "ttft_image_448_floor_ms"])
   positive(r, k);
+if (r.peak_rss_mib_image_and_prompt > r.peak_rss_mib) fail("peak before the contexts above the peak");
 for (const k of ["decode_pct_of_dram", "decode_pct_of_dram_ctx1k", "prompt_pct_of_peak",
                  "vision_448x448_pct_of_peak", "ttft_image_448_pct_of_floor"])
   percent(r, k);

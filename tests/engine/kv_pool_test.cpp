@@ -142,6 +142,29 @@ TEST(KVPool, LookupLeavesTheLastPositionToCompute) {
   for (int32_t p : m.pages) pool.release(p);
 }
 
+TEST(KVPool, WithoutPrefixCachingFinishedPagesAreFreeAndReusedFirst) {
+  KVPool pool(kLayers, kWidth, KVType::kF16, kPage, 16 * page_bytes(KVType::kF16),
+              /*prefix_caching=*/false);
+  const auto keys = iota_keys(80);
+  {
+    PagedSequence s(pool);
+    fill(s, 80, keys, &s);  // pages 0, 1, 2 of the fresh pool
+    EXPECT_EQ(pool.stats().pages_used, 3);
+  }
+  // Nothing stays cached and nothing matches.
+  EXPECT_EQ(pool.stats().pages_cached, 0);
+  EXPECT_EQ(pool.available_pages(), 16);
+  KVPool::Match m = pool.lookup(keys.data(), 79);
+  EXPECT_EQ(m.matched, 0);
+  EXPECT_TRUE(m.pages.empty());
+  // The pages just freed (already resident) are handed out before any never touched.
+  int32_t pages[3];
+  for (int32_t& p : pages) p = pool.allocate();
+  for (int32_t p : pages) EXPECT_LT(p, 3);
+  for (int32_t p : pages) pool.release(p);
+  EXPECT_EQ(pool.stats().prefix_hit_tokens, 0u);
+}
+
 TEST(KVPool, IdlePagesAreEvictedLeastRecentlyUsedFirst) {
   KVPool pool(kLayers, kWidth, KVType::kF16, kPage, 4 * page_bytes(KVType::kF16));
   const auto a = iota_keys(32, 0), b = iota_keys(32, 100), c = iota_keys(32, 200);
