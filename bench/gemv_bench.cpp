@@ -22,15 +22,18 @@
 #include "base/aligned_buffer.h"
 #include "base/half.h"
 #include "base/thread_pool.h"
+#include "cold_matrices.h"
 #include "ops/packed_matrix.h"
 
 namespace {
+
+using qvl::bench::cold_matrices;
+using qvl::bench::ColdMatrices;
 
 using qvl::ops::PackedMatrix;
 using qvl::ops::QuantType;
 
 constexpr size_t kDramBufferBytes = size_t{512} << 20;  // 16x a 32 MB L3
-constexpr size_t kColdBytes = size_t{256} << 20;
 
 const qvl::AlignedBuffer<uint64_t>& dram_buffer() {
   static const auto buffer = [] {
@@ -98,41 +101,6 @@ void BM_DramRead(benchmark::State& state) {
                           static_cast<int64_t>(kDramBufferBytes));
   state.counters["threads"] = threads;
   note_load(state);
-}
-
-// Copies of one packed matrix (random bf16 weights, packed once) that together exceed the cache.
-struct ColdMatrices {
-  PackedMatrix original;
-  std::vector<qvl::AlignedBuffer<uint8_t>> bytes;
-  std::vector<PackedMatrix> views;
-};
-
-const ColdMatrices& cold_matrices(QuantType type, int64_t rows, int64_t cols) {
-  static std::map<std::tuple<int, int64_t, int64_t>, std::unique_ptr<ColdMatrices>> cache;
-  auto& slot = cache[{static_cast<int>(type), rows, cols}];
-  if (slot) return *slot;
-  slot = std::make_unique<ColdMatrices>();
-  {
-    // Uniform in [-0.1, 0.1) from a cheap generator: the lm_head alone has 311 M weights, and
-    // their values do not change the work.
-    std::vector<uint16_t> w(static_cast<size_t>(rows * cols));
-    uint64_t state = static_cast<uint64_t>(rows * 31 + cols) | 1;
-    for (auto& v : w) {
-      state ^= state << 13, state ^= state >> 7, state ^= state << 17;
-      v = qvl::f32_to_bf16(static_cast<float>(state >> 40) * 0x1p-24f * 0.2f - 0.1f);
-    }
-    slot->original = PackedMatrix::pack({qvl::ops::WeightType::kBF16, w.data(), rows, cols}, type);
-  }
-  const size_t size = slot->original.size_bytes();
-  const size_t copies = std::max<size_t>(1, (kColdBytes + size - 1) / size);
-  for (size_t c = 0; c + 1 < copies; ++c) {
-    slot->bytes.emplace_back();
-    slot->bytes.back().resize(size);
-    std::memcpy(slot->bytes.back().data(), slot->original.bytes(), size);
-    slot->views.push_back(PackedMatrix::view(type, rows, cols, slot->bytes.back().data(), size));
-  }
-  slot->views.push_back(PackedMatrix::view(type, rows, cols, slot->original.bytes(), size));
-  return *slot;
 }
 
 void BM_DecodeGemv(benchmark::State& state, QuantType type, int64_t m, int64_t rows, int64_t cols) {

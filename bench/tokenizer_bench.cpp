@@ -36,7 +36,8 @@ const std::string& mixed_text() {
         "안녕하세요, 세계! 이것은 한국어 문장입니다. 토크나이저의 속도를 측정합니다.\n",
         "مرحبا بالعالم، هذا نص عربي لاختبار سرعة المرمز.\n",
         "Привет, мир! Это русский текст для проверки скорости токенизатора.\n",
-        "Emoji: 😀👍🏽👨‍👩‍👧‍👦🏳️‍🌈❤️🇯🇵 and numbers 3.14159265358979, 1,000,000, "
+        "Emoji: 😀👍🏽👨‍👩‍👧‍👦🏳️‍🌈❤️🇯🇵 and numbers 3.14159265358979, "
+        "1,000,000, "
         "2024-06-11.\n",
         "    indented\tline\twith\ttabs   and   runs   of   spaces\r\n\r\n",
         "Caf\xC3\xA9 na\xC3\xAFve r\xC3\xA9sum\xC3\xA9 e\xCC\x81l\xC3\xA8ve "

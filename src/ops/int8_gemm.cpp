@@ -36,25 +36,30 @@ kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
   const Int8XLayout vnni_x = q8 ? Int8XLayout::kOffset8 : Int8XLayout::kInt8;
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
+    case Int8GemmKernel::kAvx2Gemm5:
       if (q8) {  // int16 strips: half the depth keeps a row block's chunk in L1
         const int64_t depth = kInt8Depth / 2;
         return {kernels::int8_tile_q8_avx2, 16,   kernels::kInt8Avx2Q8XRows, Int8XLayout::kInt16,
                 Int8PanelWeights::kPairs16, depth};
       }
-      return {kernels::int8_tile_q4_avx2, 16, kernels::kInt8Avx2XRows, Int8XLayout::kInt8,
+      if (kernel == Int8GemmKernel::kAvx2Gemm5) {
+        return {kernels::int8_tile_q4_avx2_gemm5, 16, kernels::kInt8Avx2XRows, Int8XLayout::kInt8,
+                Int8PanelWeights::kBytes};
+      }
+      return {kernels::int8_tile_q4_avx2, 16, kernels::kInt8Avx2Q4XRows, Int8XLayout::kInt8,
               Int8PanelWeights::kBytes};
     case Int8GemmKernel::kAvx2Sign:
-      return {q8 ? kernels::int8_tile_q8_avx2_sign : kernels::int8_tile_q4_avx2, 16,
+      return {q8 ? kernels::int8_tile_q8_avx2_sign : kernels::int8_tile_q4_avx2_gemm5, 16,
               kernels::kInt8Avx2XRows, Int8XLayout::kInt8, Int8PanelWeights::kBytes};
     case Int8GemmKernel::kAvxVnni:
       return {q8 ? kernels::int8_tile_q8_avxvnni : kernels::int8_tile_q4_avxvnni, 16,
-              kernels::kInt8Avx2XRows, vnni_x, Int8PanelWeights::kBytes};
+              kernels::kInt8AvxVnniXRows, vnni_x, Int8PanelWeights::kBytes};
     case Int8GemmKernel::kAvx512Vnni:
       return {q8 ? kernels::int8_tile_q8_avx512 : kernels::int8_tile_q4_avx512, 32,
               kernels::kInt8Avx512XRows, vnni_x, Int8PanelWeights::kBytes};
     case Int8GemmKernel::kAvxVnniEmulated:
       return {q8 ? kernels::int8_tile_q8_avxvnni_emulated : kernels::int8_tile_q4_avxvnni_emulated,
-              16, kernels::kInt8Avx2XRows, vnni_x, Int8PanelWeights::kBytes};
+              16, kernels::kInt8AvxVnniXRows, vnni_x, Int8PanelWeights::kBytes};
   }
   fail(ErrorCode::kInternal, "unknown int8 GEMM kernel");
 }
@@ -148,6 +153,8 @@ const char* int8_gemm_kernel_name(Int8GemmKernel kernel) {
       return "avx2";
     case Int8GemmKernel::kAvx2Sign:
       return "avx2-sign";
+    case Int8GemmKernel::kAvx2Gemm5:
+      return "avx2-gemm5";
     case Int8GemmKernel::kAvxVnni:
       return "avx-vnni";
     case Int8GemmKernel::kAvx512Vnni:
@@ -170,6 +177,7 @@ bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
     case Int8GemmKernel::kAvx2Sign:
+    case Int8GemmKernel::kAvx2Gemm5:
     case Int8GemmKernel::kAvxVnniEmulated:
       return cpu_isa() != IsaLevel::kScalar;
     case Int8GemmKernel::kAvxVnni:

@@ -64,11 +64,13 @@ struct Int8KernelInfo {
 };
 
 // AVX2: q8 by vpmaddwd on int16 weights and x (kPairs16, kInt16), q4 by vpmaddubsw(nibble, x)
-// summed in 16 bit over a block (see int8_gemm_avx2.cpp). int8_tile_q8_avx2_sign is the former q8
-// kernel, vpmaddubsw(|x|, sign(w, x)) + vpmaddwd on the byte panel: the benchmarks' baseline.
+// summed in 16 bit over a block (see int8_gemm_avx2.cpp). Baselines for the benchmarks:
+// int8_tile_q8_avx2_sign is the session-4 q8 kernel, vpmaddubsw(|x|, sign(w, x)) + vpmaddwd on the
+// byte panel; int8_tile_q4_avx2_gemm5 the session-5 q4 kernel (4 rows; GCC spilled its sums).
 void int8_tile_q8_avx2(const Int8Tile& t);
 void int8_tile_q4_avx2(const Int8Tile& t);
 void int8_tile_q8_avx2_sign(const Int8Tile& t);
+void int8_tile_q4_avx2_gemm5(const Int8Tile& t);
 // AVX-VNNI (256-bit vpdpbusd) and AVX-512 VNNI (512-bit).
 void int8_tile_q8_avxvnni(const Int8Tile& t);
 void int8_tile_q4_avxvnni(const Int8Tile& t);
@@ -95,7 +97,9 @@ void int8_repack_avx2(const Int8RepackSource& src, int64_t g0, int64_t strips, i
 void int8_widen_avx2(const int8_t* src, int64_t n, int16_t* dst);
 
 inline constexpr int64_t kInt8Avx2XRows = 4;
+inline constexpr int64_t kInt8Avx2Q4XRows = 6;
 inline constexpr int64_t kInt8Avx2Q8XRows = 6;
+inline constexpr int64_t kInt8AvxVnniXRows = 6;
 inline constexpr int64_t kInt8Avx512XRows = 6;
 
 }  // namespace qvl::ops::kernels

@@ -83,8 +83,12 @@ void vnni256_tile_rows(const Int8Tile& t) {
       return vnni256_tile<Dot, 2, Q8>(t);
     case 3:
       return vnni256_tile<Dot, 3, Q8>(t);
-    default:
+    case 4:
       return vnni256_tile<Dot, 4, Q8>(t);
+    case 5:
+      return vnni256_tile<Dot, 5, Q8>(t);
+    default:  // kInt8AvxVnniXRows: 12 accumulators, 2 weight vectors and x in the 16 registers
+      return vnni256_tile<Dot, 6, Q8>(t);
   }
 }
 

@@ -156,7 +156,7 @@ void small_batch_matmul(IsaLevel isa, const float* x, int64_t m, const MatmulOut
   const int64_t group_bytes = static_cast<int64_t>(packed_size_bytes(type, kRows, k));
   const int64_t scale_bytes = type == QuantType::kBF16 ? 0 : nb * kernels::kScaleBytes;
 
-  // count groups of `part` from group g against x rows [i, i + nx): count > 1 only when nx == 1.
+  // count groups of `part` from group g against x rows [i, i + nx) (a shape of GroupRun).
   const auto run = [&](const Part& part, int64_t g, int count, int64_t i, int nx) {
     float out[kernels::kMaxRunGroups * kernels::kMaxRunXRows * kRows];
     const kernels::GroupRun w{part.weights + g * group_bytes, group_bytes, scale_bytes, nb, count};
@@ -189,9 +189,10 @@ void small_batch_matmul(IsaLevel isa, const float* x, int64_t m, const MatmulOut
         }
         continue;
       }
-      for (int64_t g = g0; g < g1; ++g) {
+      for (int64_t g = g0; g < g1; g += kernels::kMaxRunBatchGroups) {
+        const int count = static_cast<int>(std::min<int64_t>(kernels::kMaxRunBatchGroups, g1 - g));
         for (int64_t i = 0; i < m; i += kernels::kMaxRunXRows) {
-          run(part, g, 1, i, static_cast<int>(std::min<int64_t>(kernels::kMaxRunXRows, m - i)));
+          run(part, g, count, i, static_cast<int>(std::min<int64_t>(kernels::kMaxRunXRows, m - i)));
         }
       }
     }
@@ -209,7 +210,8 @@ bool run_kernels_agree_with_scalar(IsaLevel isa, const float* x, const PackedMat
   const auto* weights = static_cast<const uint8_t*>(w.bytes());
   constexpr int kOut = kernels::kMaxRunGroups * kernels::kMaxRunXRows * kRows;
   for (int count = 1; count <= kernels::kMaxRunGroups; ++count) {
-    for (int nx = 1; nx <= (count == 1 ? kernels::kMaxRunXRows : 1); ++nx) {
+    for (int nx = 1; nx <= (count <= kernels::kMaxRunBatchGroups ? kernels::kMaxRunXRows : 1);
+         ++nx) {
       const kernels::GroupRun run{weights, group_bytes, scale_bytes, nb, count};
       float got[kOut], want[kOut];
       if (type == QuantType::kBF16) {

@@ -205,20 +205,24 @@ void q4_rows(const GroupRun& w, const QuantX& x, float* out) {
 void bf16_run_avx2(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out) {
   const auto* xf = static_cast<const float*>(x);
   const size_t stride = x_stride / sizeof(float);
-  // 2 groups x 4 rows of fp32 accumulators fill the 16 registers.
-  for_run_shapes<2>(w, nx, out, [&]<int G, int X>(const GroupRun& part, float* o) {
-    bf16_rows<G, X>(part, xf, stride, o);
+  // 2 groups x 4 rows, or 3 x rows x 4 rows, of fp32 accumulators fill the 16 registers.
+  for_run_shapes<2, 3, 1>(w, nx, out, [&]<int G, int X>(const GroupRun& part, int i0, float* o) {
+    bf16_rows<G, X>(part, xf + i0 * stride, stride, o);
   });
 }
 
+// Small batches: 2 groups x 4 rows of x per call (8 accumulators), so each x block's loads and
+// scale work serve 2 groups and each tile's unpacking 4 rows.
 void q8_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out) {
-  for_run_shapes<4>(
-      w, nx, out, [&]<int G, int X>(const GroupRun& part, float* o) { q8_rows<G, X>(part, x, o); });
+  for_run_shapes<4, 4, 2>(w, nx, out, [&]<int G, int X>(const GroupRun& part, int i0, float* o) {
+    q8_rows<G, X>(part, quant_rows_from(x, i0), o);
+  });
 }
 
 void q4_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out) {
-  for_run_shapes<4>(
-      w, nx, out, [&]<int G, int X>(const GroupRun& part, float* o) { q4_rows<G, X>(part, x, o); });
+  for_run_shapes<4, 4, 2>(w, nx, out, [&]<int G, int X>(const GroupRun& part, int i0, float* o) {
+    q4_rows<G, X>(part, quant_rows_from(x, i0), o);
+  });
 }
 
 }  // namespace qvl::ops::kernels

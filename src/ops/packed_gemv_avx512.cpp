@@ -178,19 +178,22 @@ void q4_rows(const GroupRun& w, const QuantX& x, float* out) {
 
 void bf16_run_avx512(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out) {
   const auto* xb = static_cast<const uint8_t*>(x);
-  for_run_shapes<4>(w, nx, out, [&]<int G, int X>(const GroupRun& part, float* o) {
-    bf16_rows<G, X>(part, xb, x_stride, o);
+  // Small batches one group at a time: 4 x rows x 4 weight rows of accumulators already.
+  for_run_shapes<4, 4, 1>(w, nx, out, [&]<int G, int X>(const GroupRun& part, int i0, float* o) {
+    bf16_rows<G, X>(part, xb + i0 * x_stride, x_stride, o);
   });
 }
 
 void q8_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out) {
-  for_run_shapes<4>(
-      w, nx, out, [&]<int G, int X>(const GroupRun& part, float* o) { q8_rows<G, X>(part, x, o); });
+  for_run_shapes<4, 4, 2>(w, nx, out, [&]<int G, int X>(const GroupRun& part, int i0, float* o) {
+    q8_rows<G, X>(part, quant_rows_from(x, i0), o);
+  });
 }
 
 void q4_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out) {
-  for_run_shapes<4>(
-      w, nx, out, [&]<int G, int X>(const GroupRun& part, float* o) { q4_rows<G, X>(part, x, o); });
+  for_run_shapes<4, 4, 2>(w, nx, out, [&]<int G, int X>(const GroupRun& part, int i0, float* o) {
+    q4_rows<G, X>(part, quant_rows_from(x, i0), o);
+  });
 }
 
 }  // namespace qvl::ops::kernels

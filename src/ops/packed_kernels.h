@@ -44,14 +44,16 @@ void q4_group_scalar(const GroupSpan& w, const QuantX& x, float* out);
 // first + g * group_bytes (its scale_bytes of fp16 scales, then its tiles). A kernel multiplies
 // the run by nx rows of x and writes out[(i * count + g) * 4 + r] (x row i, group g, weight row r).
 // Allowed shapes: count in [1, kMaxRunGroups] with nx == 1 (the GEMV: several groups share each x
-// block), or count == 1 with nx in [1, kMaxRunXRows] (small batches: each tile is unpacked once for
-// all rows). Every (x row, group) pair gets the same arithmetic in the same order whatever count
-// and nx are, so a row's result does not depend on how many other rows share the call (batch
-// invariance below the GEMM).
+// block), or count in [1, kMaxRunBatchGroups] with nx in [1, kMaxRunXRows] (small batches: each
+// tile is unpacked once for up to 4 rows, so 4 and 8 running streams take 1 and 2 passes, and
+// each x block serves 2 groups). Every (x row, group) pair gets the same arithmetic in the same
+// order whatever count and nx are, so a row's result does not depend on how many other rows share
+// the call (batch invariance below the GEMM).
 //   bf16: x rows at x + i * x_stride: fp32 (scalar), fp32 with each 16 columns reordered as 8 even
 //         then 8 odd (AVX2), or bf16 (AVX-512). q8/q4: x as QuantX, rows i.
 inline constexpr int kMaxRunGroups = 4;
-inline constexpr int kMaxRunXRows = 3;
+inline constexpr int kMaxRunXRows = 4;
+inline constexpr int kMaxRunBatchGroups = 2;
 struct GroupRun {
   const uint8_t* first;
   int64_t group_bytes;

@@ -3,6 +3,7 @@
 // separate matmul calls.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -87,7 +88,9 @@ void check_run_kernels(IsaLevel isa) {
   };
   std::vector<Shape> shapes;
   for (int c = 1; c <= kernels::kMaxRunGroups; ++c) shapes.push_back({c, 1});
-  for (int nx = 2; nx <= kernels::kMaxRunXRows; ++nx) shapes.push_back({1, nx});
+  for (int c = 1; c <= kernels::kMaxRunBatchGroups; ++c) {
+    for (int nx = 2; nx <= kernels::kMaxRunXRows; ++nx) shapes.push_back({c, nx});
+  }
   for (int64_t nb : {1, 2, 3, 9, 33}) {
     const int64_t k = nb * 32, n = kernels::kMaxRunGroups * kernels::kRows;
     const auto w = random_vector(static_cast<size_t>(n * k), 60 + static_cast<uint32_t>(nb), 0.05f);
@@ -142,10 +145,92 @@ TEST(PackedGemv, Avx512RunKernelsMatchScalarOnEveryShape) {
   check_run_kernels(IsaLevel::kAvx512);
 }
 
+// Batch invariance at the kernel level, per ISA level: (x row i, group g) gets the
+// same bits alone (nx = 1, one group), in every small-batch run (up to kMaxRunXRows rows of x, 1
+// or 2 groups) and as group g of every GEMV run (count groups), at several depths.
+void check_run_rows_do_not_depend_on_the_run(IsaLevel isa) {
+  const RunKernels fast = run_kernels(isa);
+  constexpr int kMaxX = kernels::kMaxRunXRows, kMaxG = kernels::kMaxRunGroups;
+  for (int64_t nb : {1, 2, 3, 17}) {
+    const int64_t k = nb * 32, n = kMaxG * kernels::kRows;
+    const auto w = random_vector(static_cast<size_t>(n * k), 90 + static_cast<uint32_t>(nb), 0.05f);
+    const auto x = random_vector(static_cast<size_t>(kMaxX * k), 91, 1.0f);
+    const QuantRows qx = quantize_rows(x, kMaxX, nb);
+    size_t stride = 0;
+    const auto xf = bf16_kernel_x(x, kMaxX, k, isa, &stride);
+    for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
+      const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
+      const int64_t group_bytes = static_cast<int64_t>(packed_size_bytes(type, 4, k));
+      const int64_t scale_bytes = type == QuantType::kBF16 ? 0 : nb * kernels::kScaleBytes;
+      const auto* bytes = static_cast<const uint8_t*>(packed.bytes());
+      // run(first group, count, first x row, nx) into out
+      const auto run = [&](int g, int count, int i, int nx, float* out) {
+        const kernels::GroupRun r{bytes + g * group_bytes, group_bytes, scale_bytes, nb, count};
+        if (type == QuantType::kBF16) {
+          fast.bf16(r, xf.data() + i * stride, stride, nx, out);
+          return;
+        }
+        kernels::QuantX q = qx.view(nb);
+        q = {q.q + i * k, q.scale + i * nb, q.sum + i * nb, nb, q.scaled_sum + i * nb};
+        (type == QuantType::kQ8 ? fast.q8 : fast.q4)(r, q, nx, out);
+      };
+      for (int g = 0; g < kMaxG; ++g) {
+        for (int i = 0; i < kMaxX; ++i) {
+          float alone[kernels::kRows];
+          run(g, 1, i, 1, alone);
+          const std::string where = std::string(quant_type_name(type)) + " on " +
+                                    isa_level_name(isa) + ", nb " + std::to_string(nb) +
+                                    ", group " + std::to_string(g) + ", x row " + std::to_string(i);
+          for (int nx = std::max(2, i + 1); nx <= kMaxX; ++nx) {
+            // Alone in its group, or with the group before / after it (2-group batch runs).
+            for (int first = std::max(0, g - 1); first <= g; ++first) {
+              const int count = std::min(kernels::kMaxRunBatchGroups, kMaxG - first);
+              if (first < g && count < 2) continue;
+              for (int c = first == g ? 1 : 2; c <= count; ++c) {
+                float batch[kernels::kMaxRunBatchGroups * kMaxX * kernels::kRows];
+                run(first, c, 0, nx, batch);
+                ASSERT_EQ(
+                    std::memcmp(batch + (i * c + g - first) * kernels::kRows, alone, sizeof alone),
+                    0)
+                    << where << " as row " << i << " of " << nx << ", group " << g - first << " of "
+                    << c;
+              }
+            }
+          }
+          for (int count = std::max(2, g + 1); count <= kMaxG; ++count) {
+            float gemv[kMaxG * kernels::kRows];
+            run(0, count, i, 1, gemv);
+            ASSERT_EQ(std::memcmp(gemv + g * kernels::kRows, alone, sizeof alone), 0)
+                << where << " as group " << g << " of " << count;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(PackedGemv, ScalarRunKernelRowsDoNotDependOnTheRunShape) {
+  check_run_rows_do_not_depend_on_the_run(IsaLevel::kScalar);
+}
+
+TEST(PackedGemv, Avx2RunKernelRowsDoNotDependOnTheRunShape) {
+  if (static_cast<int>(best_isa()) < static_cast<int>(IsaLevel::kAvx2)) {
+    GTEST_SKIP() << "this CPU lacks AVX2+FMA+F16C: avx2 kernels not run";
+  }
+  check_run_rows_do_not_depend_on_the_run(IsaLevel::kAvx2);
+}
+
+TEST(PackedGemv, Avx512RunKernelRowsDoNotDependOnTheRunShape) {
+  if (best_isa() != IsaLevel::kAvx512) {
+    GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/BF16/VNNI: avx512 kernels not run";
+  }
+  check_run_rows_do_not_depend_on_the_run(IsaLevel::kAvx512);
+}
+
 TEST(PackedGemv, BatchRowsAreBitIdenticalToSingleRows) {
   // Below the GEMM, a row's result must not depend on the batch: m = 1 (the GEMV, several groups
-  // per kernel call) and every m < 16 (rows in blocks of up to 3) give identical bits. n = 37 has
-  // a short last group; the work is split unevenly over the threads.
+  // per kernel call) and every m < 16 (rows in blocks of up to kMaxRunXRows) give identical bits. n
+  // = 37 has a short last group; the work is split unevenly over the threads.
   const int64_t n = 37, k = 544;
   const auto w = random_vector(static_cast<size_t>(n * k), 80, 0.05f);
   const auto bias = random_vector(static_cast<size_t>(n), 81, 1.0f);
