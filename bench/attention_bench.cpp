@@ -92,6 +92,50 @@ BENCHMARK_CAPTURE(BM_AttentionDecode4096, reference, false)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_AttentionDecode4096, fast, true)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// One flash task of a vision image on the calling thread alone (no pool, no packing): 64 query
+// rows of one head (head_dim 64) against nk keys, in the kernels' K/V panel layouts. GFLOP/s here
+// compares with one core's fp32 FMA peak (`qvl bench --probe-only`, ~100 on the 2-core Zen 3);
+// the whole call (BM_AttentionVision*) adds packing and the pool's imbalance. Arg: nk.
+void BM_AttentionTaskVision(benchmark::State& state) {
+  using qvl::ops::IsaLevel;
+  const IsaLevel isa = qvl::ops::active_isa();
+  if (isa == IsaLevel::kScalar) {
+    state.SkipWithError("no AVX2 on this CPU: the flash tasks need it");
+    return;
+  }
+  namespace ak = qvl::ops::attention_kernels;
+  const int64_t nk = state.range(0), d = 64, rows = 64;
+  const int64_t tiles = (nk + ak::kKeyTile - 1) / ak::kKeyTile;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> q(static_cast<size_t>(rows * d)), out(q.size());
+  std::vector<float> k_panels(static_cast<size_t>(tiles * ak::kKeyTile * d));
+  std::vector<float> v_panels(static_cast<size_t>(nk * d));
+  for (auto* buf : {&q, &k_panels, &v_panels}) {
+    for (auto& x : *buf) x = dist(rng);
+  }
+  ak::Problem p;
+  p.q = q.data();
+  p.out = out.data();
+  p.nq = rows;
+  p.nk = nk;
+  p.shape = {1, 1, d, 0.125f};
+  p.k_panels = k_panels.data();
+  p.v_panels = v_panels.data();
+  std::vector<float> scratch(static_cast<size_t>(ak::task_scratch_floats(rows, d, 1)));
+  const auto task = isa == IsaLevel::kAvx512 ? ak::task_avx512 : ak::task_avx2;
+  for (auto _ : state) {
+    task(p, 0, 1, 0, rows, scratch.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(4.0 * static_cast<double>(rows * nk * d),
+                                                 benchmark::Counter::kIsIterationInvariantRate,
+                                                 benchmark::Counter::kIs1000);
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1) state.counters["load1"] = load[0];
+}
+BENCHMARK(BM_AttentionTaskVision)->Arg(784)->Arg(3072)->Unit(benchmark::kMicrosecond);
+
 // The 16-bit KV cache of the 2B text model (16 query heads on 8 kv heads of 128), contiguous
 // (page_rows 0) or in pages of page_rows positions scattered through a pool in shuffled order,
 // as the engine's paged cache hands them out. Args: nq, nk, page_rows; causal, the last query at

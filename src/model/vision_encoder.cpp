@@ -3,8 +3,10 @@
 #include <cmath>
 #include <string>
 
+#include "base/aligned_buffer.h"
 #include "base/error.h"
 #include "base/stage_profile.h"
+#include "base/thread_pool.h"
 #include "model/vision_positions.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
@@ -14,42 +16,78 @@
 #include "ops/rope.h"
 
 namespace qvl {
+namespace {
+
+// Runs fn(begin, end) over [0, n) token rows on the global pool (the per-token work of the tower
+// is small per row, so rows go in runs of at least 16).
+template <typename Fn>
+void for_token_rows(int64_t n, Fn&& fn) {
+  ThreadPool::global().parallel_for(
+      static_cast<size_t>(n),
+      [&](size_t b, size_t e) { fn(static_cast<int64_t>(b), static_cast<int64_t>(e)); }, 16);
+}
+
+// x[r] += y[r] for token rows of `width` floats, on the pool.
+void add_rows(float* x, const float* y, int64_t n, int64_t width) {
+  for_token_rows(n, [&](int64_t b, int64_t e) {
+    for (int64_t i = b * width; i < e * width; ++i) x[i] += y[i];
+  });
+}
+
+}  // namespace
+
+// Uninitialised on purpose: every buffer is written in full before it is read, and zeroing (or
+// re-allocating per block, which faults the pages in again) cost single-threaded time per block.
+struct VisionEncoder::Workspace {
+  Workspace(int64_t n, int64_t hid, int64_t intermediate)
+      : normed(static_cast<size_t>(n * hid)),
+        qkv(static_cast<size_t>(n * 3 * hid)),
+        q(static_cast<size_t>(n * hid)),
+        k(static_cast<size_t>(n * hid)),
+        v(static_cast<size_t>(n * hid)),
+        attn(static_cast<size_t>(n * hid)),
+        out(static_cast<size_t>(n * hid)),
+        mid(static_cast<size_t>(n * intermediate)) {}
+  AlignedBuffer<float> normed, qkv, q, k, v, attn, out, mid;
+};
+
 VisionEncoder::VisionEncoder(const VisionConfig& config, const VisionWeights& weights)
     : config_(config), w_(weights) {}
 
 void VisionEncoder::block(const VisionBlockWeights& w, int64_t n, const float* cos,
-                          const float* sin, std::vector<float>& x,
+                          const float* sin, Workspace& ws, std::vector<float>& x,
                           const std::function<void()>& between) const {
   const int64_t hid = config_.hidden_size, heads = config_.num_heads, hd = hid / heads;
-  std::vector<float> normed(n * hid), qkv(n * 3 * hid), q(n * hid), k(n * hid), v(n * hid);
   ops::layer_norm(x.data(), w.norm1.weight.data(), w.norm1.bias.data(), config_.layer_norm_eps, n,
-                  hid, normed.data());
-  ops::matmul(normed.data(), n, w.qkv.weight, w.qkv.bias.data(), qkv.data());
+                  hid, ws.normed.data());
+  ops::matmul(ws.normed.data(), n, w.qkv.weight, w.qkv.bias.data(), ws.qkv.data());
   // qkv rows are laid out (3, heads, head_dim).
-  for (int64_t t = 0; t < n; ++t) {
-    const float* row = qkv.data() + t * 3 * hid;
-    std::copy(row, row + hid, q.data() + t * hid);
-    std::copy(row + hid, row + 2 * hid, k.data() + t * hid);
-    std::copy(row + 2 * hid, row + 3 * hid, v.data() + t * hid);
-    ops::rope_rotate_half(q.data() + t * hid, heads, hd, cos + t * hd / 2, sin + t * hd / 2);
-    ops::rope_rotate_half(k.data() + t * hid, heads, hd, cos + t * hd / 2, sin + t * hd / 2);
-  }
+  for_token_rows(n, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const float* row = ws.qkv.data() + t * 3 * hid;
+      float* q = ws.q.data() + t * hid;
+      float* k = ws.k.data() + t * hid;
+      std::copy(row, row + hid, q);
+      std::copy(row + hid, row + 2 * hid, k);
+      std::copy(row + 2 * hid, row + 3 * hid, ws.v.data() + t * hid);
+      ops::rope_rotate_half(q, heads, hd, cos + t * hd / 2, sin + t * hd / 2);
+      ops::rope_rotate_half(k, heads, hd, cos + t * hd / 2, sin + t * hd / 2);
+    }
+  });
   if (between) between();  // pauses every quarter block: the caller decides where to yield
-  std::vector<float> attn(n * hid), out(n * hid);
   ops::AttentionShape shape{heads, heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
-  ops::attention(q.data(), n, k.data(), v.data(), n, shape, -1, attn.data());
-  ops::matmul(attn.data(), n, w.proj.weight, w.proj.bias.data(), out.data());
-  for (size_t i = 0; i < x.size(); ++i) x[i] += out[i];
+  ops::attention(ws.q.data(), n, ws.k.data(), ws.v.data(), n, shape, -1, ws.attn.data());
+  ops::matmul(ws.attn.data(), n, w.proj.weight, w.proj.bias.data(), ws.out.data());
+  add_rows(x.data(), ws.out.data(), n, hid);
   if (between) between();
 
   ops::layer_norm(x.data(), w.norm2.weight.data(), w.norm2.bias.data(), config_.layer_norm_eps, n,
-                  hid, normed.data());
-  std::vector<float> mid(n * config_.intermediate_size);
-  ops::matmul(normed.data(), n, w.fc1.weight, w.fc1.bias.data(), mid.data());
-  ops::gelu_tanh(mid.data(), static_cast<int64_t>(mid.size()));
+                  hid, ws.normed.data());
+  ops::matmul(ws.normed.data(), n, w.fc1.weight, w.fc1.bias.data(), ws.mid.data());
+  ops::gelu_tanh(ws.mid.data(), n * config_.intermediate_size);
   if (between) between();
-  ops::matmul(mid.data(), n, w.fc2.weight, w.fc2.bias.data(), out.data());
-  for (size_t i = 0; i < x.size(); ++i) x[i] += out[i];
+  ops::matmul(ws.mid.data(), n, w.fc2.weight, w.fc2.bias.data(), ws.out.data());
+  add_rows(x.data(), ws.out.data(), n, hid);
 }
 
 std::vector<float> VisionEncoder::merge(const MergerWeights& w, const std::vector<float>& x,
@@ -89,11 +127,13 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t gh, int64_t gw,
 
   // Frame 0 of each patch: columns are (channel, frame, y, x).
   std::vector<float> frame(n * still_cols);
-  for (int64_t p = 0; p < n; ++p)
-    for (int64_t ch = 0; ch < config_.in_channels; ++ch)
-      std::copy(pixels + p * in_cols + ch * tp * plane,
-                pixels + p * in_cols + ch * tp * plane + plane,
-                frame.data() + p * still_cols + ch * plane);
+  for_token_rows(n, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p)
+      for (int64_t ch = 0; ch < config_.in_channels; ++ch)
+        std::copy(pixels + p * in_cols + ch * tp * plane,
+                  pixels + p * in_cols + ch * tp * plane + plane,
+                  frame.data() + p * still_cols + ch * plane);
+  });
   std::vector<float> x(n * hid);
   {
     const profile::StageScope stage(profile::Work::kPatchEmbed);
@@ -104,21 +144,24 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t gh, int64_t gw,
   std::vector<float> pos(n * hid);
   interpolate_position_embeddings(w_.pos_embed, gh, gw, m, pos.data());
   if (tap) tap("vision.pos_embeds", pos.data(), n, hid);
-  for (size_t i = 0; i < x.size(); ++i) x[i] += pos[i];
+  add_rows(x.data(), pos.data(), n, hid);
 
   std::vector<float> angles(n * hd / 2), cos(n * hd / 2), sin(n * hd / 2);
   vision_rotary_angles(gh, gw, m, hd, angles.data());
   if (tap) tap("vision.rot_pos_emb", angles.data(), n, hd / 2);
-  for (size_t i = 0; i < angles.size(); ++i) {
-    cos[i] = std::cos(angles[i]);
-    sin[i] = std::sin(angles[i]);
-  }
+  for_token_rows(n, [&](int64_t b, int64_t e) {
+    for (int64_t i = b * hd / 2; i < e * hd / 2; ++i) {
+      cos[i] = std::cos(angles[i]);
+      sin[i] = std::sin(angles[i]);
+    }
+  });
 
   VisionOutput out;
   out.tokens = n / (m * m);
   out.deepstack.resize(config_.deepstack_visual_indexes.size());
+  Workspace ws(n, hid, config_.intermediate_size);
   for (int64_t b = 0; b < config_.depth; ++b) {
-    block(w_.blocks[b], n, cos.data(), sin.data(), x, between_blocks);
+    block(w_.blocks[b], n, cos.data(), sin.data(), ws, x, between_blocks);
     if (tap) tap("vision.block_out." + std::to_string(b), x.data(), n, hid);
     for (size_t k = 0; k < config_.deepstack_visual_indexes.size(); ++k) {
       if (config_.deepstack_visual_indexes[k] == b) {

@@ -32,8 +32,9 @@ class VisionEncoder {
                       const std::function<void()>& between_blocks = {}) const;
 
  private:
+  struct Workspace;  // one image's activation buffers, allocated once per encode
   void block(const VisionBlockWeights& w, int64_t n, const float* cos, const float* sin,
-             std::vector<float>& x, const std::function<void()>& between) const;
+             Workspace& ws, std::vector<float>& x, const std::function<void()>& between) const;
   std::vector<float> merge(const MergerWeights& w, const std::vector<float>& x, int64_t n) const;
 
   VisionConfig config_;

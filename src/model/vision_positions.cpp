@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/thread_pool.h"
+
 namespace qvl {
 namespace {
 
@@ -46,22 +48,28 @@ void interpolate_position_embeddings(const ops::WeightRef& table, int64_t gh, in
   const std::vector<float> wx = linspace(0.0f, static_cast<float>(side - 1), gw);
   std::vector<int64_t> rows, cols;
   patch_coordinates(gh, gw, m, rows, cols);
-  std::vector<float> corner(static_cast<size_t>(4 * hid));
-  for (size_t p = 0; p < rows.size(); ++p) {
-    const float y = hy[rows[p]], x = wx[cols[p]];
-    const int64_t y0 = static_cast<int64_t>(y), x0 = static_cast<int64_t>(x);
-    const int64_t y1 = std::min(y0 + 1, side - 1), x1 = std::min(x0 + 1, side - 1);
-    const float dy = y - static_cast<float>(y0), dx = x - static_cast<float>(x0);
-    const int64_t idx[4] = {y0 * side + x0, y0 * side + x1, y1 * side + x0, y1 * side + x1};
-    const float wt[4] = {(1 - dy) * (1 - dx), (1 - dy) * dx, dy * (1 - dx), dy * dx};
-    for (int k = 0; k < 4; ++k) ops::weight_row_to_f32(table, idx[k], &corner[k * hid]);
-    float* o = out + p * hid;
-    for (int64_t c = 0; c < hid; ++c) {
-      // Same association as the reference: ((e0*w0 + e1*w1) + e2*w2) + e3*w3.
-      o[c] = corner[c] * wt[0] + corner[hid + c] * wt[1] + corner[2 * hid + c] * wt[2] +
-             corner[3 * hid + c] * wt[3];
-    }
-  }
+  // Patches are independent: split over the pool (each range converts its own table rows).
+  ThreadPool::global().parallel_for(
+      rows.size(),
+      [&](size_t begin, size_t end) {
+        std::vector<float> corner(static_cast<size_t>(4 * hid));
+        for (size_t p = begin; p < end; ++p) {
+          const float y = hy[rows[p]], x = wx[cols[p]];
+          const int64_t y0 = static_cast<int64_t>(y), x0 = static_cast<int64_t>(x);
+          const int64_t y1 = std::min(y0 + 1, side - 1), x1 = std::min(x0 + 1, side - 1);
+          const float dy = y - static_cast<float>(y0), dx = x - static_cast<float>(x0);
+          const int64_t idx[4] = {y0 * side + x0, y0 * side + x1, y1 * side + x0, y1 * side + x1};
+          const float wt[4] = {(1 - dy) * (1 - dx), (1 - dy) * dx, dy * (1 - dx), dy * dx};
+          for (int k = 0; k < 4; ++k) ops::weight_row_to_f32(table, idx[k], &corner[k * hid]);
+          float* o = out + p * hid;
+          for (int64_t c = 0; c < hid; ++c) {
+            // Same association as the reference: ((e0*w0 + e1*w1) + e2*w2) + e3*w3.
+            o[c] = corner[c] * wt[0] + corner[hid + c] * wt[1] + corner[2 * hid + c] * wt[2] +
+                   corner[3 * hid + c] * wt[3];
+          }
+        }
+      },
+      16);
 }
 
 void vision_rotary_angles(int64_t gh, int64_t gw, int64_t m, int64_t head_dim, float* out) {

@@ -94,8 +94,9 @@ void row_addresses(const int8_t* const* pages, int64_t page_rows, int64_t row_st
 }
 
 int64_t task_scratch_floats(int64_t rows, int64_t head_dim, int64_t heads) {
-  // Kernels pad rows to their register block (at most 8) and keep up to 8 rows x 128 scores.
-  return heads * (rows + 8) * (head_dim + 2) + 8 * 128;
+  // Kernels pad rows to their register block (at most 8), keep o, m, l and a scaled copy of q
+  // per row, and up to 8 rows x 128 scores.
+  return heads * (rows + 8) * (2 * head_dim + 2) + 8 * 128;
 }
 
 }  // namespace attention_kernels
@@ -173,15 +174,18 @@ void pack_key_panels(const PagedKV& kv, int64_t nk, const AttentionShape& s, flo
       });
 }
 
-// v [nk, n_kv_heads, d] -> [n_kv_heads, nk, d].
-void pack_values(const PagedKV& kv, int64_t nk, const AttentionShape& s, float* packed) {
-  const int64_t d = s.head_dim;
+// v [nk, n_kv_heads, d] -> panels [n_kv_heads, d / kKeyTile, nk, kKeyTile].
+void pack_value_panels(const PagedKV& kv, int64_t nk, const AttentionShape& s, float* panels) {
+  const int64_t d = s.head_dim, n_panels = d / kKeyTile;
   ThreadPool::global().parallel_for(static_cast<size_t>(nk), [&](size_t b, size_t e) {
     std::vector<float> tmp(static_cast<size_t>(d));
     for (int64_t kvh = 0; kvh < s.n_kv_heads; ++kvh) {
       for (size_t j = b; j < e; ++j) {
         const float* src = value_row(kv, static_cast<int64_t>(j), kvh, s, tmp.data());
-        std::copy(src, src + d, packed + (kvh * nk + static_cast<int64_t>(j)) * d);
+        for (int64_t x = 0; x < n_panels; ++x) {
+          std::copy(src + x * kKeyTile, src + (x + 1) * kKeyTile,
+                    panels + ((kvh * n_panels + x) * nk + static_cast<int64_t>(j)) * kKeyTile);
+        }
       }
     }
   });
@@ -241,9 +245,9 @@ void attention_on(IsaLevel isa, const float* q, int64_t nq, const PagedKV& kv, i
   AlignedBuffer<float> panels(static_cast<size_t>(s.n_kv_heads * tiles * s.head_dim * kKeyTile));
   pack_key_panels(kv, nk, s, panels.data());
   AlignedBuffer<float> values(static_cast<size_t>(s.n_kv_heads * nk * s.head_dim));
-  pack_values(kv, nk, s, values.data());
+  pack_value_panels(kv, nk, s, values.data());
   p.k_panels = panels.data();
-  p.v_packed = values.data();
+  p.v_panels = values.data();
   // About 64 rows (query x head-in-group pairs) per task: K/V blocks are reused across them.
   const int64_t block = std::max<int64_t>(1, 64 / group);
   const int64_t n_blocks = (nq + block - 1) / block;

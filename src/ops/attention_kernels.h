@@ -29,13 +29,14 @@ bool kernels_verified(IsaLevel isa);
 struct Problem {
   const float* q = nullptr;  // [nq, n_heads, head_dim]
   // Keys and values as stored (fp32, half or 8-bit), read row by row through their pages by the
-  // decode kernels; the flash tasks read k_panels and v_packed instead.
+  // decode kernels; the flash tasks read k_panels and v_panels instead.
   PagedKV kv;
   // [n_kv_heads, ceil(nk / kKeyTile), head_dim, kKeyTile] (flash tasks only).
   const float* k_panels = nullptr;
-  // v as [n_kv_heads, nk, head_dim] (flash tasks only). Rows of v for one head are a page or more
-  // apart in the model's shapes, so a block of them would fight over the same few cache sets.
-  const float* v_packed = nullptr;
+  // v as [n_kv_heads, head_dim / kKeyTile, nk, kKeyTile] (flash tasks only): panels of 16 columns,
+  // keys consecutive, so P V reads each panel as one contiguous stream. (Rows of v for one head
+  // are a page or more apart as stored, and a block of them would fight over a few cache sets.)
+  const float* v_panels = nullptr;
   float* out = nullptr;  // [nq, n_heads, head_dim]
   int64_t nq = 0;
   int64_t nk = 0;

@@ -32,3 +32,19 @@ static inline __m512 exp_avx512(__m512 x) {
   result = _mm512_mask_mov_ps(result, under, _mm512_setzero_ps());
   return _mm512_mask_mov_ps(result, nan, x);
 }
+
+// 2^x for softmax arguments (x <= 0, as x - max): as exp2_nonpositive_avx2 (degree-6 polynomial
+// on |r| <= 1/2, about 2^-125 below -125, NaN kept, no overflow handling).
+static inline __m512 exp2_nonpositive_avx512(__m512 x) {
+  const __m512 xc = _mm512_max_ps(_mm512_set1_ps(-125.0f), x);  // NaN in x is kept
+  const __m512 n = _mm512_roundscale_ps(xc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_sub_ps(xc, n);
+  __m512 p = _mm512_set1_ps(1.5403530393381606e-4f);  // ln2^k / k!
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3333558146428443e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.6181291076284772e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.5504108664821580e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.4022650695910071e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.9314718055994531e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}

@@ -133,5 +133,31 @@ TEST(Attention, CausalOffsetBeyondKeysSeesEverything) {
   }
 }
 
+TEST(Attention, KeysARowDoesNotSeeGetExactlyZeroWeight) {
+  // Causal prefill: key `far` holds values near the float maximum. Rows before it never see it;
+  // the kernels compute its score in tiles shared with rows that do, and must give it weight 0
+  // there, not a tiny one (2^-125 * 1e38 would be ~2 in the output).
+  const AttentionShape s{4, 2, 64, 0.125f};
+  const int64_t n = 60;
+  const auto q = random_vector(static_cast<size_t>(n * 4 * 64), 21, 1.0f);
+  const auto k = random_vector(static_cast<size_t>(n * 2 * 64), 22, 1.0f);
+  for (IsaLevel isa : available_isas()) {
+    for (int64_t far : {3, 5, 20, 47}) {
+      auto v = random_vector(static_cast<size_t>(n * 2 * 64), 23, 1.0f);
+      for (int64_t c = 0; c < 2 * 64; ++c) v[static_cast<size_t>(far * 2 * 64 + c)] = 1e38f;
+      std::vector<float> want(static_cast<size_t>(n * 4 * 64)), got(want.size(), NAN);
+      attention_kernels::attention_reference(q.data(), n, k.data(), v.data(), n, s, 0, want.data());
+      {
+        IsaScope scope(isa);
+        attention(q.data(), n, k.data(), v.data(), n, s, 0, got.data());
+      }
+      for (size_t i = 0; i < static_cast<size_t>(far * 4 * 64); ++i) {  // queries before `far`
+        ASSERT_LE(std::fabs(got[i] - want[i]), 2e-5f)
+            << isa_level_name(isa) << " far=" << far << " at " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qvl::ops
