@@ -1,5 +1,6 @@
 #include "model/vision_encoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -34,25 +35,45 @@ void add_rows(float* x, const float* y, int64_t n, int64_t width) {
   });
 }
 
+// Row chunks of the projections whose outputs are wide (qkv: 3 x hidden, MLP: intermediate):
+// only a chunk's worth is held at once (a 1024x768 image would otherwise hold ~160 MB of
+// activations). Equal chunks of at least 16 rows (or all n), so every row takes the same GEMM
+// path and gets the same bits as in one product of all rows.
+struct RowChunks {
+  int64_t n, count;
+  int64_t begin(int64_t i) const { return i * n / count; }  // chunks differ by at most a row
+  int64_t max_rows() const { return (n + count - 1) / count; }
+};
+
+RowChunks row_chunks(int64_t n, int64_t target) {
+  const int64_t count = std::clamp<int64_t>((n + target - 1) / std::max<int64_t>(target, 1), 1,
+                                            std::max<int64_t>(n / 16, 1));
+  return {n, count};
+}
+
 }  // namespace
 
 // Uninitialised on purpose: every buffer is written in full before it is read, and zeroing (or
 // re-allocating per block, which faults the pages in again) cost single-threaded time per block.
 struct VisionEncoder::Workspace {
-  Workspace(int64_t n, int64_t hid, int64_t intermediate)
-      : normed(static_cast<size_t>(n * hid)),
-        qkv(static_cast<size_t>(n * 3 * hid)),
+  Workspace(int64_t n, int64_t hid, int64_t intermediate, int64_t row_chunk)
+      : chunks(row_chunks(n, row_chunk)),
+        normed(static_cast<size_t>(n * hid)),
         q(static_cast<size_t>(n * hid)),
         k(static_cast<size_t>(n * hid)),
         v(static_cast<size_t>(n * hid)),
-        attn(static_cast<size_t>(n * hid)),
-        out(static_cast<size_t>(n * hid)),
-        mid(static_cast<size_t>(n * intermediate)) {}
-  AlignedBuffer<float> normed, qkv, q, k, v, attn, out, mid;
+        qkv(static_cast<size_t>(chunks.max_rows() * 3 * hid)),
+        mid(static_cast<size_t>(chunks.max_rows() * intermediate)),
+        out(static_cast<size_t>(chunks.max_rows() * hid)) {}
+  RowChunks chunks;
+  // normed: a layer norm's output, then the attention's; q: after attention, the projection's.
+  AlignedBuffer<float> normed, q, k, v;
+  AlignedBuffer<float> qkv, mid, out;  // one row chunk
 };
 
-VisionEncoder::VisionEncoder(const VisionConfig& config, const VisionWeights& weights)
-    : config_(config), w_(weights) {}
+VisionEncoder::VisionEncoder(const VisionConfig& config, const VisionWeights& weights,
+                             int64_t row_chunk)
+    : config_(config), w_(weights), row_chunk_(row_chunk) {}
 
 void VisionEncoder::block(const VisionBlockWeights& w, int64_t n, const float* cos,
                           const float* sin, Workspace& ws, std::vector<float>& x,
@@ -60,34 +81,45 @@ void VisionEncoder::block(const VisionBlockWeights& w, int64_t n, const float* c
   const int64_t hid = config_.hidden_size, heads = config_.num_heads, hd = hid / heads;
   ops::layer_norm(x.data(), w.norm1.weight.data(), w.norm1.bias.data(), config_.layer_norm_eps, n,
                   hid, ws.normed.data());
-  ops::matmul(ws.normed.data(), n, w.qkv.weight, w.qkv.bias.data(), ws.qkv.data());
   // qkv rows are laid out (3, heads, head_dim).
-  for_token_rows(n, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      const float* row = ws.qkv.data() + t * 3 * hid;
-      float* q = ws.q.data() + t * hid;
-      float* k = ws.k.data() + t * hid;
-      std::copy(row, row + hid, q);
-      std::copy(row + hid, row + 2 * hid, k);
-      std::copy(row + 2 * hid, row + 3 * hid, ws.v.data() + t * hid);
-      ops::rope_rotate_half(q, heads, hd, cos + t * hd / 2, sin + t * hd / 2);
-      ops::rope_rotate_half(k, heads, hd, cos + t * hd / 2, sin + t * hd / 2);
-    }
-  });
+  const RowChunks& chunks = ws.chunks;
+  for (int64_t c = 0; c < chunks.count; ++c) {
+    const int64_t r0 = chunks.begin(c), rows = chunks.begin(c + 1) - r0;
+    ops::matmul(ws.normed.data() + r0 * hid, rows, w.qkv.weight, w.qkv.bias.data(), ws.qkv.data());
+    for_token_rows(rows, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t t = r0 + i;
+        const float* row = ws.qkv.data() + i * 3 * hid;
+        float* q = ws.q.data() + t * hid;
+        float* k = ws.k.data() + t * hid;
+        std::copy(row, row + hid, q);
+        std::copy(row + hid, row + 2 * hid, k);
+        std::copy(row + 2 * hid, row + 3 * hid, ws.v.data() + t * hid);
+        ops::rope_rotate_half(q, heads, hd, cos + t * hd / 2, sin + t * hd / 2);
+        ops::rope_rotate_half(k, heads, hd, cos + t * hd / 2, sin + t * hd / 2);
+      }
+    });
+  }
   if (between) between();  // pauses every quarter block: the caller decides where to yield
   ops::AttentionShape shape{heads, heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
-  ops::attention(ws.q.data(), n, ws.k.data(), ws.v.data(), n, shape, -1, ws.attn.data());
-  ops::matmul(ws.attn.data(), n, w.proj.weight, w.proj.bias.data(), ws.out.data());
-  add_rows(x.data(), ws.out.data(), n, hid);
+  float* attn = ws.normed.data();
+  ops::attention(ws.q.data(), n, ws.k.data(), ws.v.data(), n, shape, -1, attn);
+  float* projected = ws.q.data();
+  ops::matmul(attn, n, w.proj.weight, w.proj.bias.data(), projected);
+  add_rows(x.data(), projected, n, hid);
   if (between) between();
 
   ops::layer_norm(x.data(), w.norm2.weight.data(), w.norm2.bias.data(), config_.layer_norm_eps, n,
                   hid, ws.normed.data());
-  ops::matmul(ws.normed.data(), n, w.fc1.weight, w.fc1.bias.data(), ws.mid.data());
-  ops::gelu_tanh(ws.mid.data(), n * config_.intermediate_size);
-  if (between) between();
-  ops::matmul(ws.mid.data(), n, w.fc2.weight, w.fc2.bias.data(), ws.out.data());
-  add_rows(x.data(), ws.out.data(), n, hid);
+  for (int64_t c = 0; c < chunks.count; ++c) {
+    const int64_t r0 = chunks.begin(c), rows = chunks.begin(c + 1) - r0;
+    ops::matmul(ws.normed.data() + r0 * hid, rows, w.fc1.weight, w.fc1.bias.data(), ws.mid.data());
+    ops::gelu_tanh(ws.mid.data(), rows * config_.intermediate_size);
+    // The pause falls half way through the MLP's rows, as it fell between its two products.
+    if (between && r0 < n / 2 && r0 + rows >= n / 2) between();
+    ops::matmul(ws.mid.data(), rows, w.fc2.weight, w.fc2.bias.data(), ws.out.data());
+    add_rows(x.data() + r0 * hid, ws.out.data(), rows, hid);
+  }
 }
 
 std::vector<float> VisionEncoder::merge(const MergerWeights& w, const std::vector<float>& x,
@@ -125,26 +157,28 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t gh, int64_t gw,
   const int64_t tp = config_.temporal_patch_size, in_cols = config_.in_channels * tp * plane;
   const int64_t still_cols = config_.in_channels * plane;
 
-  // Frame 0 of each patch: columns are (channel, frame, y, x).
-  std::vector<float> frame(n * still_cols);
-  for_token_rows(n, [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; ++p)
-      for (int64_t ch = 0; ch < config_.in_channels; ++ch)
-        std::copy(pixels + p * in_cols + ch * tp * plane,
-                  pixels + p * in_cols + ch * tp * plane + plane,
-                  frame.data() + p * still_cols + ch * plane);
-  });
+  // The input-sized buffers live only as long as they are needed (peak memory is the blocks').
   std::vector<float> x(n * hid);
   {
+    // Frame 0 of each patch: columns are (channel, frame, y, x).
+    std::vector<float> frame(n * still_cols);
+    for_token_rows(n, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p)
+        for (int64_t ch = 0; ch < config_.in_channels; ++ch)
+          std::copy(pixels + p * in_cols + ch * tp * plane,
+                    pixels + p * in_cols + ch * tp * plane + plane,
+                    frame.data() + p * still_cols + ch * plane);
+    });
     const profile::StageScope stage(profile::Work::kPatchEmbed);
     ops::matmul(frame.data(), n, w_.patch_embed, w_.patch_embed_bias.data(), x.data());
   }
   if (tap) tap("vision.patch_embeds", x.data(), n, hid);
-
-  std::vector<float> pos(n * hid);
-  interpolate_position_embeddings(w_.pos_embed, gh, gw, m, pos.data());
-  if (tap) tap("vision.pos_embeds", pos.data(), n, hid);
-  add_rows(x.data(), pos.data(), n, hid);
+  {
+    std::vector<float> pos(n * hid);
+    interpolate_position_embeddings(w_.pos_embed, gh, gw, m, pos.data());
+    if (tap) tap("vision.pos_embeds", pos.data(), n, hid);
+    add_rows(x.data(), pos.data(), n, hid);
+  }
 
   std::vector<float> angles(n * hd / 2), cos(n * hd / 2), sin(n * hd / 2);
   vision_rotary_angles(gh, gw, m, hd, angles.data());
@@ -159,7 +193,7 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t gh, int64_t gw,
   VisionOutput out;
   out.tokens = n / (m * m);
   out.deepstack.resize(config_.deepstack_visual_indexes.size());
-  Workspace ws(n, hid, config_.intermediate_size);
+  Workspace ws(n, hid, config_.intermediate_size, row_chunk_);
   for (int64_t b = 0; b < config_.depth; ++b) {
     block(w_.blocks[b], n, cos.data(), sin.data(), ws, x, between_blocks);
     if (tap) tap("vision.block_out." + std::to_string(b), x.data(), n, hid);

@@ -20,7 +20,11 @@ struct VisionOutput {
 
 class VisionEncoder {
  public:
-  VisionEncoder(const VisionConfig& config, const VisionWeights& weights);
+  // The projections with wide outputs (qkv, the MLP) run over at most row_chunk patches at a time
+  // (chunks of >= 16 rows: the result does not depend on it; the memory held does).
+  static constexpr int64_t kDefaultRowChunk = 512;
+  VisionEncoder(const VisionConfig& config, const VisionWeights& weights,
+                int64_t row_chunk = kDefaultRowChunk);
 
   // One still image: pixel_values [grid_h * grid_w, C * T * P * P] in merge-window order, as
   // the processor lays them out (frame 0 is used; the kernel's temporal slices are pre-summed).
@@ -39,6 +43,7 @@ class VisionEncoder {
 
   VisionConfig config_;
   const VisionWeights& w_;
+  int64_t row_chunk_;
 };
 
 }  // namespace qvl

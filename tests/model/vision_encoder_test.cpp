@@ -1,0 +1,62 @@
+// The vision tower runs its wide projections (qkv, MLP) over row chunks to bound the memory an
+// image holds: any chunking gives the bits of one product over all patches, for every weight
+// type and ISA level this CPU runs.
+#include "model/vision_encoder.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/safetensors.h"
+#include "model/vision_weights.h"
+#include "model/weight_types.h"
+#include "ops/packed_matrix.h"
+
+namespace qvl {
+namespace {
+
+const std::string kTiny = std::string(QVL_TESTDATA_DIR) + "/qwen3vl-tiny-a";
+
+struct IsaScope {
+  explicit IsaScope(ops::IsaLevel level) { ops::set_isa_override(level); }
+  ~IsaScope() { ops::set_isa_override(std::nullopt); }
+};
+
+TEST(VisionEncoder, RowChunksGiveTheBitsOfOneProduct) {
+  const ModelConfig config = load_model_config(kTiny);
+  const WeightStore store = WeightStore::open_folder(kTiny);
+  const VisionConfig& c = config.vision;
+  const int64_t gh = 8, gw = 12, n = gh * gw,
+                dim = c.in_channels * c.temporal_patch_size * c.patch_size * c.patch_size;
+  std::vector<float> pixels(static_cast<size_t>(n * dim));
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& p : pixels) p = u(rng);
+
+  for (const WeightTypes& types :
+       {weight_types_for("exact"), weight_types_for("q8"), weight_types_for("q4", "", "q8")}) {
+    const VisionWeights w = load_vision_weights(c, store, types);
+    for (ops::IsaLevel isa :
+         {ops::IsaLevel::kScalar, ops::IsaLevel::kAvx2, ops::IsaLevel::kAvx512}) {
+      if (static_cast<int>(isa) > static_cast<int>(ops::best_isa())) continue;
+      IsaScope scope(isa);
+      const VisionOutput whole = VisionEncoder(c, w, n).encode(pixels.data(), gh, gw);
+      // 3 chunks of 32, 5 of 19-20, 6 of 16 (the smallest allowed), and a target below 16.
+      for (int64_t chunk : {32, 20, 16, 5}) {
+        const VisionOutput parts = VisionEncoder(c, w, chunk).encode(pixels.data(), gh, gw);
+        const std::string what = std::string(ops::isa_level_name(isa)) + " " +
+                                 ops::quant_type_name(w.blocks[0].qkv.weight.type()) + " chunk " +
+                                 std::to_string(chunk);
+        EXPECT_EQ(parts.embeds, whole.embeds) << what;
+        EXPECT_EQ(parts.deepstack, whole.deepstack) << what;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qvl
