@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "base/error.h"
+#include "base/heap_trim.h"
 #include "base/log.h"
 #include "base/stage_profile.h"
 #include "base/thread_pool.h"
@@ -233,6 +234,7 @@ EncodedImages EngineImpl::encode_images(const GenerationRequest& request,
         QVL_LOG(kDebug) << "slow vision tail: " << held.millis() - piece_start_ms << " ms";
       }
       turn.unlock();
+      return_free_heap_to_os();  // the tower's activations (tens of MB per image) were just freed
       image_cache_.insert(key, features);
       out.features.push_back(std::move(features));
     } catch (const Error& e) {

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "base/heap_trim.h"
 #include "base/log.h"
 #include "base/stage_profile.h"
 #include "base/timer.h"
@@ -88,7 +89,11 @@ void Scheduler::loop() {
       admit(running);
       stats_.running = static_cast<int64_t>(running.size());
     }
-    if (!running.empty()) step(running);
+    if (!running.empty()) {
+      step(running);
+      // Idle now: what the finished requests' prompts and images used goes back to the system.
+      if (running.empty()) return_free_heap_to_os();
+    }
   }
 }
 
