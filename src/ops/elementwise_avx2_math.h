@@ -5,6 +5,8 @@
 
 #include <immintrin.h>
 
+#include "ops/exp2_polynomial.h"
+
 // e^x for 8 lanes: x = n ln2 + r with |r| <= ln2/2, e^r by its degree-7 Taylor polynomial (error
 // below 1e-8 relative), then scaled by 2^n built in the exponent bits. +inf above 88.37 (just
 // short of the true overflow at 88.72), 0 below -87.33 (no subnormals), NaN stays NaN.
@@ -43,13 +45,9 @@ static inline __m256 exp2_nonpositive_avx2(__m256 x) {
   const __m256 xc = _mm256_max_ps(_mm256_set1_ps(-125.0f), x);  // NaN in x is kept
   const __m256 n = _mm256_round_ps(xc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m256 r = _mm256_sub_ps(xc, n);
-  __m256 p = _mm256_set1_ps(1.5403530393381606e-4f);  // ln2^k / k!
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3333558146428443e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(9.6181291076284772e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.5504108664821580e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(2.4022650695910071e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(6.9314718055994531e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  __m256 p = _mm256_set1_ps(qvl::ops::kExp2Polynomial[0]);
+  for (int i = 1; i < 7; ++i)
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(qvl::ops::kExp2Polynomial[i]));
   const __m256i bits =
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));

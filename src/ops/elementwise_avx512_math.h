@@ -5,6 +5,8 @@
 
 #include <immintrin.h>
 
+#include "ops/exp2_polynomial.h"
+
 // e^x for 16 lanes: x = n ln2 + r with |r| <= ln2/2, e^r by its degree-7 Taylor polynomial (error
 // below 1e-8 relative), then scaled by 2^n. Overflows to +inf, underflows to 0 (x < -103.9),
 // NaN stays NaN.
@@ -39,12 +41,8 @@ static inline __m512 exp2_nonpositive_avx512(__m512 x) {
   const __m512 xc = _mm512_max_ps(_mm512_set1_ps(-125.0f), x);  // NaN in x is kept
   const __m512 n = _mm512_roundscale_ps(xc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 r = _mm512_sub_ps(xc, n);
-  __m512 p = _mm512_set1_ps(1.5403530393381606e-4f);  // ln2^k / k!
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3333558146428443e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(9.6181291076284772e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.5504108664821580e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(2.4022650695910071e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(6.9314718055994531e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  __m512 p = _mm512_set1_ps(qvl::ops::kExp2Polynomial[0]);
+  for (int i = 1; i < 7; ++i)
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(qvl::ops::kExp2Polynomial[i]));
   return _mm512_scalef_ps(p, n);
 }
