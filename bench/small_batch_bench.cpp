@@ -163,9 +163,10 @@ const int registered = [] {
       kernels::QuantRunKernel q8, q4;
       int groups_per_call, rows_per_call;  // as small_batch_matmul calls them
     };
-    const Impl impls[] = {{"baseline", kernels::q8_run_avx2, kernels::q4_run_avx2, 1, 3},
-                          {"current", kernels::q8_run_avx2, kernels::q4_run_avx2,
-                           kernels::kMaxRunBatchGroups, kernels::kMaxRunXRows}};
+    const Impl impls[] = {
+        {"baseline", kernels::q8_run_avx2_session6, kernels::q4_run_avx2_session6, 2, 4},
+        {"current", kernels::q8_run_avx2, kernels::q4_run_avx2, kernels::kMaxRunBatchGroups,
+         kernels::kMaxRunXRows}};
     for (QuantType t : {QuantType::kQ4, QuantType::kQ8}) {
       for (int m : batch) {
         for (const Impl& impl : impls) {

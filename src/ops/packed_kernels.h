@@ -44,15 +44,17 @@ void q4_group_scalar(const GroupSpan& w, const QuantX& x, float* out);
 // first + g * group_bytes (its scale_bytes of fp16 scales, then its tiles). A kernel multiplies
 // the run by nx rows of x and writes out[(i * count + g) * 4 + r] (x row i, group g, weight row r).
 // Allowed shapes: count in [1, kMaxRunGroups] with nx == 1 (the GEMV: several groups share each x
-// block), or count in [1, kMaxRunBatchGroups] with nx in [1, kMaxRunXRows] (small batches: each
-// tile is unpacked once for up to 4 rows, so 4 and 8 running streams take 1 and 2 passes, and
-// each x block serves 2 groups). Every (x row, group) pair gets the same arithmetic in the same
-// order whatever count and nx are, so a row's result does not depend on how many other rows share
-// the call (batch invariance below the GEMM).
+// block), or count in [1, kMaxRunBatchGroups] with nx in [1, kMaxRunXRows] (small batches: a
+// whole batch below the GEMM in one call; kernels take it in as many x rows at a time as their
+// registers hold, unpacking each tile once per such step, and each x block serves 2 groups).
+// Every (x row, group) pair gets the same arithmetic in the same order whatever count and nx are,
+// so a row's result does not depend on how many other rows share the call (batch invariance
+// below the GEMM). The AVX2 q8/q4 kernels also do the int8 GEMM's arithmetic per output
+// (packed_gemv_avx2_quant.cpp), so on AVX2 a row's bits do not change at the GEMM either.
 //   bf16: x rows at x + i * x_stride: fp32 (scalar), fp32 with each 16 columns reordered as 8 even
 //         then 8 odd (AVX2), or bf16 (AVX-512). q8/q4: x as QuantX, rows i.
 inline constexpr int kMaxRunGroups = 4;
-inline constexpr int kMaxRunXRows = 4;
+inline constexpr int kMaxRunXRows = 15;  // kGemmMinRows - 1
 inline constexpr int kMaxRunBatchGroups = 2;
 struct GroupRun {
   const uint8_t* first;
@@ -71,6 +73,10 @@ void q4_run_scalar(const GroupRun& w, const QuantX& x, int nx, float* out);
 void bf16_run_avx2(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out);
 void q8_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out);
 void q4_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out);
+// The session-6 AVX2 q8/q4 kernels (2 fp32 lanes per row, half-block sums): benchmark baselines
+// only (packed_gemv_avx2_session6.cpp), never picked by matmul.
+void q8_run_avx2_session6(const GroupRun& w, const QuantX& x, int nx, float* out);
+void q4_run_avx2_session6(const GroupRun& w, const QuantX& x, int nx, float* out);
 void bf16_run_avx512(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out);
 void q8_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out);
 void q4_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out);
@@ -84,6 +90,7 @@ void quantize_row_avx2(const float* x, int64_t nb, int8_t* q, float* scale, int3
 // Below kGemmMinRows rows matmul runs the kernels above; from it on, a blocked GEMM
 // (packed_gemm.h) or the int8 GEMM (int8_gemm.h).
 inline constexpr int64_t kGemmMinRows = 16;
+static_assert(kMaxRunXRows == kGemmMinRows - 1);
 
 // IEEE half from float, round to nearest even (overflow to infinity).
 uint16_t f32_to_f16(float f);

@@ -1,0 +1,276 @@
+// q8 / q4 GEMV and small-batch run kernels, AVX2 + FMA + F16C (see GroupRun in packed_kernels.h).
+// Called only when the CPU has them (see best_isa); this file must not define or instantiate any
+// inline function from a shared header (see packed_kernels.h).
+//
+// One arithmetic per output, the int8 GEMM's (int8_gemm_avx2.cpp): for each block b in order,
+//   c = fma((float)dot_int32(row, x, b), w_scale(row, b) * x_scale(b), c)
+// with the block's whole integer dot product (exact in int32, q4 offset included) converted once.
+// So an output row has the same bits alone, in any small batch and in the GEMM (m >= 16).
+// Lanes are weight rows: a call takes a pair of groups (8 rows, one fp32 vector per x row); a run
+// with an odd group count computes its last group twice and drops the copy.
+//   Small batches: per block, the pair's tile is transposed once so that each 32-bit lane holds 4
+//   consecutive bytes of one row, then every x row multiplies it with its 4 bytes broadcast (the
+//   GEMM's scheme: no horizontal adds per x row; the unpacking is shared by all x rows).
+//   GEMV q8 (one x row): the row-major tile against the whole x block (sign trick), rows gathered
+//   by hadd: cheaper than the transposition when only one x row uses it.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "ops/packed_kernels.h"
+
+#pragma GCC target("avx2,fma,f16c")
+
+namespace qvl::ops::kernels {
+namespace {
+
+// x rows per call of the small-batch kernels (accumulators and unpacked weights fill the 16
+// registers); the run's nx is taken in calls of at most this many.
+constexpr int kQ4XRows = 6;
+constexpr int kQ8XRows = 6;
+static_assert(kQ4XRows <= kMaxRunXRows && kQ8XRows <= kMaxRunXRows);
+
+inline void prefetch(const uint8_t* p) {
+  _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+}
+
+inline __m256i load256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+inline __m256i broadcast4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Pins v to a register here at no cost (without it GCC reassociates the unrolled integer sums and
+// spills the products, as in the int8 GEMM).
+inline void keep_in_register(__m256i& v) {
+  asm("" : "+x"(v));
+}
+
+// The two groups of a call (b == a when the run has one group left) and where they stream from.
+struct Pair {
+  const uint8_t* a;
+  const uint8_t* b;
+  int64_t scale_bytes;
+  int64_t nb;
+  int64_t ahead;  // prefetch distance: the same block of the groups the next call reads
+};
+
+// fp16 scales of block blk of both groups as fp32 [a0 a1 a2 a3 b0 b1 b2 b3].
+inline __m256 pair_scales(const Pair& p, int64_t blk) {
+  const __m128i sa = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.a + blk * kScaleBytes));
+  const __m128i sb = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.b + blk * kScaleBytes));
+  return _mm256_cvtph_ps(_mm_unpacklo_epi64(sa, sb));
+}
+
+// The common chain step: c = fma(float(dot), w_scale * x_scale, c).
+inline __m256 scale_step(__m256i dot, __m256 ws, float xs, __m256 c) {
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_mul_ps(ws, _mm256_set1_ps(xs)), c);
+}
+
+// q4 (16 bytes per row: byte j = column j in the low nibble, j + 16 in the high one). The 4 rows
+// of a group's tile transposed by 32-bit lanes, both groups: lane order [a0 a2 b0 b2 a1 a3 b1 b3].
+// Per x row, nibbles (q + 8, <= 15) times x by vpmaddubsw (pairs <= 3810, 8 of them summed in
+// int16: <= 30480), widened once, minus 8 * sum(x): the exact block dot.
+template <int X>
+void q4_pair(const Pair& p, const QuantX& x, float (*res)[8]) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  const __m256i to_lanes = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  const uint8_t* ta = p.a + p.scale_bytes;
+  const uint8_t* tb = p.b + p.scale_bytes;
+  __m256 acc[X];
+  for (int i = 0; i < X; ++i) acc[i] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < p.nb; ++b) {
+    const int64_t at = b * kQ4TileBytes;
+    prefetch(ta + at + p.ahead);
+    prefetch(tb + at + p.ahead);
+    const __m256i a01 = load256(ta + at), a23 = load256(ta + at + 32);
+    const __m256i b01 = load256(tb + at), b23 = load256(tb + at + 32);
+    const __m256i t0 = _mm256_unpacklo_epi32(a01, a23), t1 = _mm256_unpackhi_epi32(a01, a23);
+    const __m256i u0 = _mm256_unpacklo_epi32(b01, b23), u1 = _mm256_unpackhi_epi32(b01, b23);
+    const __m256i quad[4] = {_mm256_unpacklo_epi64(t0, u0), _mm256_unpackhi_epi64(t0, u0),
+                             _mm256_unpacklo_epi64(t1, u1), _mm256_unpackhi_epi64(t1, u1)};
+    __m256i dot[X];
+    for (int i = 0; i < X; ++i) dot[i] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m256i lo = _mm256_and_si256(quad[c], low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(quad[c], 4), low4);
+#pragma GCC unroll 8
+      for (int i = 0; i < X; ++i) {
+        const int8_t* xq = x.q + (i * x.stride_blocks + b) * kCols;
+        dot[i] = _mm256_add_epi16(dot[i], _mm256_maddubs_epi16(lo, broadcast4(xq + 4 * c)));
+        dot[i] = _mm256_add_epi16(dot[i], _mm256_maddubs_epi16(hi, broadcast4(xq + 16 + 4 * c)));
+        keep_in_register(dot[i]);
+      }
+    }
+    const __m256 ws = _mm256_permutevar8x32_ps(pair_scales(p, b), to_lanes);
+    for (int i = 0; i < X; ++i) {
+      const int64_t xb = i * x.stride_blocks + b;
+      const __m256i d =
+          _mm256_sub_epi32(_mm256_madd_epi16(dot[i], ones), _mm256_set1_epi32(8 * x.sum[xb]));
+      acc[i] = scale_step(d, ws, x.scale[xb], acc[i]);
+    }
+  }
+  const __m256i to_rows = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int i = 0; i < X; ++i) _mm256_storeu_ps(res[i], _mm256_permutevar8x32_ps(acc[i], to_rows));
+}
+
+// q8 small batches: the pair's 8 rows x 32 int8 transposed by 32-bit lanes (lanes in row order),
+// widened to int16 as even and odd columns, times x widened the same way by vpmaddwd (the q8
+// GEMM's arithmetic: 2 products per lane, exact, no sign fix-ups on the multiply pipes).
+template <int X>
+void q8_pair(const Pair& p, const QuantX& x, float (*res)[8]) {
+  const uint8_t* ta = p.a + p.scale_bytes;
+  const uint8_t* tb = p.b + p.scale_bytes;
+  __m256 acc[X];
+  for (int i = 0; i < X; ++i) acc[i] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < p.nb; ++b) {
+    const int64_t at = b * kQ8TileBytes;
+    prefetch(ta + at + p.ahead);
+    prefetch(ta + at + p.ahead + 64);
+    prefetch(tb + at + p.ahead);
+    prefetch(tb + at + p.ahead + 64);
+    // x rows as int16: even columns [x0 x2 .. x30], odd [x1 x3 .. x31]; 32-bit lane j of each holds
+    // the pair of columns that lane j of the widened weights below multiplies.
+    alignas(32) int16_t xw[X][2][16];
+    for (int i = 0; i < X; ++i) {
+      const __m256i v = load256(x.q + (i * x.stride_blocks + b) * kCols);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(xw[i][0]),
+                         _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(xw[i][1]), _mm256_srai_epi16(v, 8));
+    }
+    __m256i r[8];
+    for (int j = 0; j < 4; ++j) {
+      r[j] = load256(ta + at + j * kCols);
+      r[4 + j] = load256(tb + at + j * kCols);
+    }
+    __m256i s[8], t[8];
+    for (int j = 0; j < 4; ++j) {
+      s[2 * j] = _mm256_unpacklo_epi32(r[2 * j], r[2 * j + 1]);
+      s[2 * j + 1] = _mm256_unpackhi_epi32(r[2 * j], r[2 * j + 1]);
+    }
+    for (int h = 0; h < 2; ++h) {                                        // rows 0-3, rows 4-7
+      t[4 * h + 0] = _mm256_unpacklo_epi64(s[4 * h], s[4 * h + 2]);      // quads 0 | 4
+      t[4 * h + 1] = _mm256_unpackhi_epi64(s[4 * h], s[4 * h + 2]);      // quads 1 | 5
+      t[4 * h + 2] = _mm256_unpacklo_epi64(s[4 * h + 1], s[4 * h + 3]);  // quads 2 | 6
+      t[4 * h + 3] = _mm256_unpackhi_epi64(s[4 * h + 1], s[4 * h + 3]);  // quads 3 | 7
+    }
+    __m256i dot[X];
+    for (int i = 0; i < X; ++i) dot[i] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+      const __m256i quad = _mm256_permute2x128_si256(t[c % 4], t[4 + c % 4], c < 4 ? 0x20 : 0x31);
+      const __m256i even = _mm256_srai_epi16(_mm256_slli_epi16(quad, 8), 8);
+      const __m256i odd = _mm256_srai_epi16(quad, 8);
+#pragma GCC unroll 8
+      for (int i = 0; i < X; ++i) {
+        dot[i] = _mm256_add_epi32(dot[i], _mm256_madd_epi16(even, broadcast4(&xw[i][0][2 * c])));
+        dot[i] = _mm256_add_epi32(dot[i], _mm256_madd_epi16(odd, broadcast4(&xw[i][1][2 * c])));
+        keep_in_register(dot[i]);
+      }
+    }
+    const __m256 ws = pair_scales(p, b);
+    for (int i = 0; i < X; ++i) {
+      const int64_t xb = i * x.stride_blocks + b;
+      acc[i] = scale_step(dot[i], ws, x.scale[xb], acc[i]);
+    }
+  }
+  for (int i = 0; i < X; ++i) _mm256_storeu_ps(res[i], acc[i]);
+}
+
+// q8 GEMV (one x row): |x| times the weights with the sign of x (vpmaddubsw, pairs within int16
+// as |q| <= 127), pairs to int32, each group's 4 rows gathered by hadd into [r0 r1 r2 r3] per
+// 16-column half, the halves of both groups added: [a0 a1 a2 a3 b0 b1 b2 b3], the whole block dot.
+inline void q8_pair_gemv(const Pair& p, const QuantX& x, float (*res)[8]) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const uint8_t* tiles[2] = {p.a + p.scale_bytes, p.b + p.scale_bytes};
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < p.nb; ++b) {
+    const __m256i xv = load256(x.q + b * kCols);
+    const __m256i ax = _mm256_abs_epi8(xv);
+    __m256i halves[2];
+    for (int g = 0; g < 2; ++g) {
+      const uint8_t* tile = tiles[g] + b * kQ8TileBytes;
+      prefetch(tile + p.ahead);
+      prefetch(tile + p.ahead + 64);
+      __m256i d[kRows];
+      for (int r = 0; r < kRows; ++r) {
+        const __m256i signed_w = _mm256_sign_epi8(load256(tile + r * kCols), xv);
+        d[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, signed_w), ones);
+      }
+      halves[g] = _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
+    }
+    const __m256i dot = _mm256_add_epi32(_mm256_permute2x128_si256(halves[0], halves[1], 0x20),
+                                         _mm256_permute2x128_si256(halves[0], halves[1], 0x31));
+    acc = scale_step(dot, pair_scales(p, b), x.scale[b], acc);
+  }
+  _mm256_storeu_ps(res[0], acc);
+}
+
+QuantX rows_from(const QuantX& x, int i) {
+  const int64_t b = i * x.stride_blocks;
+  return {x.q + b * kCols, x.scale + b, x.sum + b, x.stride_blocks, x.scaled_sum + b};
+}
+
+// The run in calls of one pair of groups x at most kMaxX rows of x; Call(pair, x, res, n).
+template <int kMaxX, class Call>
+void for_pairs(const GroupRun& w, const QuantX& x, int nx, float* out, Call&& call) {
+  for (int g = 0; g < w.count; g += 2) {
+    const bool two = g + 1 < w.count;
+    const uint8_t* a = w.first + g * w.group_bytes;
+    const Pair p{a, two ? a + w.group_bytes : a, w.scale_bytes, w.nb, w.count * w.group_bytes};
+    for (int i0 = 0; i0 < nx; i0 += kMaxX) {
+      const int n = nx - i0 < kMaxX ? nx - i0 : kMaxX;
+      float res[kMaxX][8];
+      call(p, rows_from(x, i0), res, n);
+      for (int i = 0; i < n; ++i) {
+        float* o = out + ((i0 + i) * w.count + g) * kRows;
+        std::memcpy(o, res[i], (two ? 8 : 4) * sizeof(float));
+      }
+    }
+  }
+}
+
+// kernel<X> for X = n in [1, kMaxX].
+template <int kMaxX, template <int> class Kernel>
+void with_rows(int n, const Pair& p, const QuantX& x, float (*res)[8]) {
+  if constexpr (kMaxX > 1) {
+    if (n < kMaxX) return with_rows<kMaxX - 1, Kernel>(n, p, x, res);
+  }
+  Kernel<kMaxX>::run(p, x, res);
+}
+
+template <int X>
+struct Q4Pair {
+  static void run(const Pair& p, const QuantX& x, float (*res)[8]) { q4_pair<X>(p, x, res); }
+};
+template <int X>
+struct Q8Pair {
+  static void run(const Pair& p, const QuantX& x, float (*res)[8]) {
+    if constexpr (X == 1) {
+      q8_pair_gemv(p, x, res);
+    } else {
+      q8_pair<X>(p, x, res);
+    }
+  }
+};
+
+}  // namespace
+
+void q8_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out) {
+  for_pairs<kQ8XRows>(w, x, nx, out, [](const Pair& p, const QuantX& xi, float(*res)[8], int n) {
+    with_rows<kQ8XRows, Q8Pair>(n, p, xi, res);
+  });
+}
+
+void q4_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out) {
+  for_pairs<kQ4XRows>(w, x, nx, out, [](const Pair& p, const QuantX& xi, float(*res)[8], int n) {
+    with_rows<kQ4XRows, Q4Pair>(n, p, xi, res);
+  });
+}
+
+}  // namespace qvl::ops::kernels

@@ -1,0 +1,125 @@
+// Batch invariance of q8/q4 matmul across all its paths: a row of x gets the same bits alone (the
+// GEMV), in every small batch (m = 2..15, the run kernels) and in the GEMM (m >= 16, int8 tiles),
+// at every ISA level this CPU runs. This is what makes decode rows mixed into a prefill chunk, or
+// a stream joining a batch of any size, produce the tokens it would produce alone.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "isa_test_util.h"
+#include "ops/int8_gemm.h"
+#include "ops/packed_kernels.h"
+#include "ops/packed_matrix.h"
+
+namespace qvl::ops {
+namespace {
+
+using testing::available_isas;
+using testing::IsaScope;
+using testing::random_vector;
+
+constexpr int64_t kMaxM = 40;  // reaches the GEMM's partial and full x-row tiles
+
+struct Case {
+  int64_t n, k;
+};
+// n not a multiple of 8 or 16 (short groups, pairs and strips), k from one block to a 2B row.
+const Case kCases[] = {{37, 32}, {45, 96}, {21, 288}, {13, 2048}};
+
+// Rows of x alone (m = 1) under the active dispatch.
+std::vector<float> single_rows(const std::vector<float>& x, const PackedMatrix& w,
+                               const float* bias) {
+  const int64_t n = w.rows(), k = w.cols();
+  std::vector<float> y(static_cast<size_t>(kMaxM * n));
+  for (int64_t i = 0; i < kMaxM; ++i) matmul(x.data() + i * k, 1, w, bias, y.data() + i * n);
+  return y;
+}
+
+std::string where(QuantType type, const Case& c, bool bias, const std::string& path, int64_t m) {
+  return std::string(quant_type_name(type)) + " n " + std::to_string(c.n) + " k " +
+         std::to_string(c.k) + (bias ? " with bias" : "") + " on " + path + ", m " +
+         std::to_string(m);
+}
+
+void check_level(IsaLevel isa) {
+  IsaScope scope(isa);
+  uint32_t seed = 500;
+  for (const Case& c : kCases) {
+    const auto x = random_vector(static_cast<size_t>(kMaxM * c.k), seed++, 1.0f);
+    const auto wf = random_vector(static_cast<size_t>(c.n * c.k), seed++, 0.05f);
+    const auto b = random_vector(static_cast<size_t>(c.n), seed++, 1.0f);
+    for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+      const auto w = PackedMatrix::pack(WeightRef{WeightType::kF32, wf.data(), c.n, c.k}, type);
+      for (bool with_bias : {false, true}) {
+        const float* bias = with_bias ? b.data() : nullptr;
+        const auto alone = single_rows(x, w, bias);
+        for (int64_t m = 2; m <= kMaxM; ++m) {
+          std::vector<float> y(static_cast<size_t>(m * c.n));
+          matmul(x.data(), m, w, bias, y.data());
+          ASSERT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
+              << where(type, c, with_bias, isa_level_name(isa), m);
+        }
+      }
+    }
+  }
+}
+
+TEST(BatchInvariance, ScalarRowsAreTheSameAtEveryBatchSize) {
+  check_level(IsaLevel::kScalar);
+}
+
+TEST(BatchInvariance, Avx2RowsAreTheSameAloneInSmallBatchesAndInTheGemm) {
+  if (static_cast<int>(best_isa()) < static_cast<int>(IsaLevel::kAvx2)) {
+    GTEST_SKIP() << "this CPU lacks AVX2+FMA+F16C: avx2 kernels not run";
+  }
+  check_level(IsaLevel::kAvx2);
+}
+
+TEST(BatchInvariance, Avx512RowsAreTheSameAloneInSmallBatchesAndInTheGemm) {
+  if (best_isa() != IsaLevel::kAvx512) {
+    GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/BF16/VNNI: avx512 GEMV and GEMM not run";
+  }
+  check_level(IsaLevel::kAvx512);
+}
+
+// Every int8 GEMM kernel the AVX2 level may use (or that stands in for one, emulated) gives the
+// AVX2 GEMV's bits for each of its rows.
+TEST(BatchInvariance, Avx2GemmKernelsGiveTheGemvBits) {
+  if (static_cast<int>(best_isa()) < static_cast<int>(IsaLevel::kAvx2)) {
+    GTEST_SKIP() << "this CPU lacks AVX2+FMA+F16C: avx2 kernels not run";
+  }
+  std::vector<Int8GemmKernel> gemms = {Int8GemmKernel::kAvx2, Int8GemmKernel::kAvxVnniEmulated};
+  if (cpu_runs_int8_gemm_kernel(Int8GemmKernel::kAvxVnni)) {
+    gemms.push_back(Int8GemmKernel::kAvxVnni);
+  } else {
+    std::printf("[  NOTE    ] this CPU lacks AVX-VNNI: avx-vnni GEMM checked through its AVX2 "
+                "emulation only\n");
+  }
+  IsaScope scope(IsaLevel::kAvx2);
+  uint32_t seed = 600;
+  for (const Case& c : kCases) {
+    const auto x = random_vector(static_cast<size_t>(kMaxM * c.k), seed++, 1.0f);
+    const auto wf = random_vector(static_cast<size_t>(c.n * c.k), seed++, 0.05f);
+    const auto b = random_vector(static_cast<size_t>(c.n), seed++, 1.0f);
+    for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+      const auto w = PackedMatrix::pack(WeightRef{WeightType::kF32, wf.data(), c.n, c.k}, type);
+      for (bool with_bias : {false, true}) {
+        const float* bias = with_bias ? b.data() : nullptr;
+        const auto alone = single_rows(x, w, bias);
+        for (Int8GemmKernel kernel : gemms) {
+          for (int64_t m : {kernels::kGemmMinRows, kernels::kGemmMinRows + 5, kMaxM}) {
+            std::vector<float> y(static_cast<size_t>(m * c.n));
+            int8_gemm(kernel, x.data(), m, w, bias, y.data());
+            ASSERT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
+                << where(type, c, with_bias, int8_gemm_kernel_name(kernel), m);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qvl::ops
