@@ -3,9 +3,10 @@
 //
 // BM_SmallBatchKernel/<impl>/<type>/m<m>: one thread runs the q4/q8 run kernels over a
 // 6144 x 2048 matrix (L3-resident: the arithmetic, not DRAM, sets the pace) the way
-// small_batch_matmul does (each group of 4 weight rows against all m rows of x), with
-// calls = baseline (as before the 2-group x 4-row batch shape: 1 group x at most 3 rows per
-// call; the per-row arithmetic is the same code) or current.
+// small_batch_matmul does (each pair of groups of 4 weight rows against all m rows of x), with
+// baseline = the session-6 AVX2 kernels (2 fp32 lanes per row, half-block sums; 2 groups x 4 x rows
+// per call, as matmul called them) or current (the kernels matmul uses: the int8 GEMM's arithmetic
+// per row, the whole batch in one call).
 // BM_SmallBatchMatmul/<shape>/<type>/m<m>: ops::matmul with all pool threads on cold weights
 // (rotating copies > the cache, as decode reads them).
 // Counters: GOP_s (2 m n k per wall second), GOP_cpu_s (per CPU-second of the whole process, so

@@ -8,11 +8,13 @@
 // So an output row has the same bits alone, in any small batch and in the GEMM (m >= 16).
 // Lanes are weight rows: a call takes a pair of groups (8 rows, one fp32 vector per x row); a run
 // with an odd group count computes its last group twice and drops the copy.
-//   Small batches: per block, the pair's tile is transposed once so that each 32-bit lane holds 4
-//   consecutive bytes of one row, then every x row multiplies it with its 4 bytes broadcast (the
-//   GEMM's scheme: no horizontal adds per x row; the unpacking is shared by all x rows).
-//   GEMV q8 (one x row): the row-major tile against the whole x block (sign trick), rows gathered
-//   by hadd: cheaper than the transposition when only one x row uses it.
+//   q4: per block, the pair's tile is transposed once so that each 32-bit lane holds 4
+//   consecutive bytes of one row, then every x row (up to 8 per pass) multiplies it with its 4
+//   bytes broadcast (the GEMM's scheme: no horizontal adds per x row, unpacking shared).
+//   q8: the row-major tile against the whole x block (sign trick), rows gathered by hadd. AVX2 has
+//   no 8-bit product that sums into int32 without a sign fix-up or a widening; the transposed form
+//   (x widened to int16, vpmaddwd) measured no faster on Zen 3 (~50-60 GOP per CPU-second) and
+//   needs x prepared.
 #include <immintrin.h>
 
 #include <cstring>
@@ -24,9 +26,9 @@
 namespace qvl::ops::kernels {
 namespace {
 
-// x rows per call of the small-batch kernels (accumulators and unpacked weights fill the 16
-// registers); the run's nx is taken in calls of at most this many.
-constexpr int kQ4XRows = 6;
+// x rows per pass over a pair's blocks (q4: 8 int16 sums, 4 transposed quads and 2 unpacked
+// nibble vectors fill the 16 registers; measured faster than 6 at 8 rows).
+constexpr int kQ4XRows = 8;
 constexpr int kQ8XRows = 6;
 static_assert(kQ4XRows <= kMaxRunXRows && kQ8XRows <= kMaxRunXRows);
 
@@ -119,96 +121,42 @@ void q4_pair(const Pair& p, const QuantX& x, float (*res)[8]) {
   for (int i = 0; i < X; ++i) _mm256_storeu_ps(res[i], _mm256_permutevar8x32_ps(acc[i], to_rows));
 }
 
-// q8 small batches: the pair's 8 rows x 32 int8 transposed by 32-bit lanes (lanes in row order),
-// widened to int16 as even and odd columns, times x widened the same way by vpmaddwd (the q8
-// GEMM's arithmetic: 2 products per lane, exact, no sign fix-ups on the multiply pipes).
+// q8 by rows (no transposition): |x| times the weights with the sign of x (vpmaddubsw, pairs
+// within int16 as |q| <= 127), pairs to int32, each group's 4 rows gathered by hadd into
+// [r0 r1 r2 r3] per 16-column half, the halves of both groups added: [a0 a1 a2 a3 b0 b1 b2 b3],
+// the whole block dot. X rows of x share each block's prefetches; the tiles come from L1 again.
 template <int X>
-void q8_pair(const Pair& p, const QuantX& x, float (*res)[8]) {
-  const uint8_t* ta = p.a + p.scale_bytes;
-  const uint8_t* tb = p.b + p.scale_bytes;
+void q8_pair_rows(const Pair& p, const QuantX& x, float (*res)[8]) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const uint8_t* tiles[2] = {p.a + p.scale_bytes, p.b + p.scale_bytes};
   __m256 acc[X];
   for (int i = 0; i < X; ++i) acc[i] = _mm256_setzero_ps();
   for (int64_t b = 0; b < p.nb; ++b) {
-    const int64_t at = b * kQ8TileBytes;
-    prefetch(ta + at + p.ahead);
-    prefetch(ta + at + p.ahead + 64);
-    prefetch(tb + at + p.ahead);
-    prefetch(tb + at + p.ahead + 64);
-    // x rows as int16: even columns [x0 x2 .. x30], odd [x1 x3 .. x31]; 32-bit lane j of each holds
-    // the pair of columns that lane j of the widened weights below multiplies.
-    alignas(32) int16_t xw[X][2][16];
-    for (int i = 0; i < X; ++i) {
-      const __m256i v = load256(x.q + (i * x.stride_blocks + b) * kCols);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(xw[i][0]),
-                         _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(xw[i][1]), _mm256_srai_epi16(v, 8));
-    }
-    __m256i r[8];
-    for (int j = 0; j < 4; ++j) {
-      r[j] = load256(ta + at + j * kCols);
-      r[4 + j] = load256(tb + at + j * kCols);
-    }
-    __m256i s[8], t[8];
-    for (int j = 0; j < 4; ++j) {
-      s[2 * j] = _mm256_unpacklo_epi32(r[2 * j], r[2 * j + 1]);
-      s[2 * j + 1] = _mm256_unpackhi_epi32(r[2 * j], r[2 * j + 1]);
-    }
-    for (int h = 0; h < 2; ++h) {                                        // rows 0-3, rows 4-7
-      t[4 * h + 0] = _mm256_unpacklo_epi64(s[4 * h], s[4 * h + 2]);      // quads 0 | 4
-      t[4 * h + 1] = _mm256_unpackhi_epi64(s[4 * h], s[4 * h + 2]);      // quads 1 | 5
-      t[4 * h + 2] = _mm256_unpacklo_epi64(s[4 * h + 1], s[4 * h + 3]);  // quads 2 | 6
-      t[4 * h + 3] = _mm256_unpackhi_epi64(s[4 * h + 1], s[4 * h + 3]);  // quads 3 | 7
-    }
-    __m256i dot[X];
-    for (int i = 0; i < X; ++i) dot[i] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-    for (int c = 0; c < 8; ++c) {
-      const __m256i quad = _mm256_permute2x128_si256(t[c % 4], t[4 + c % 4], c < 4 ? 0x20 : 0x31);
-      const __m256i even = _mm256_srai_epi16(_mm256_slli_epi16(quad, 8), 8);
-      const __m256i odd = _mm256_srai_epi16(quad, 8);
-#pragma GCC unroll 8
-      for (int i = 0; i < X; ++i) {
-        dot[i] = _mm256_add_epi32(dot[i], _mm256_madd_epi16(even, broadcast4(&xw[i][0][2 * c])));
-        dot[i] = _mm256_add_epi32(dot[i], _mm256_madd_epi16(odd, broadcast4(&xw[i][1][2 * c])));
-        keep_in_register(dot[i]);
-      }
+    for (int g = 0; g < 2; ++g) {
+      prefetch(tiles[g] + b * kQ8TileBytes + p.ahead);
+      prefetch(tiles[g] + b * kQ8TileBytes + p.ahead + 64);
     }
     const __m256 ws = pair_scales(p, b);
     for (int i = 0; i < X; ++i) {
       const int64_t xb = i * x.stride_blocks + b;
-      acc[i] = scale_step(dot[i], ws, x.scale[xb], acc[i]);
+      const __m256i xv = load256(x.q + xb * kCols);
+      const __m256i ax = _mm256_abs_epi8(xv);
+      __m256i halves[2];
+      for (int g = 0; g < 2; ++g) {
+        const uint8_t* tile = tiles[g] + b * kQ8TileBytes;
+        __m256i d[kRows];
+        for (int r = 0; r < kRows; ++r) {
+          const __m256i signed_w = _mm256_sign_epi8(load256(tile + r * kCols), xv);
+          d[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, signed_w), ones);
+        }
+        halves[g] = _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
+      }
+      const __m256i dot = _mm256_add_epi32(_mm256_permute2x128_si256(halves[0], halves[1], 0x20),
+                                           _mm256_permute2x128_si256(halves[0], halves[1], 0x31));
+      acc[i] = scale_step(dot, ws, x.scale[xb], acc[i]);
     }
   }
   for (int i = 0; i < X; ++i) _mm256_storeu_ps(res[i], acc[i]);
-}
-
-// q8 GEMV (one x row): |x| times the weights with the sign of x (vpmaddubsw, pairs within int16
-// as |q| <= 127), pairs to int32, each group's 4 rows gathered by hadd into [r0 r1 r2 r3] per
-// 16-column half, the halves of both groups added: [a0 a1 a2 a3 b0 b1 b2 b3], the whole block dot.
-inline void q8_pair_gemv(const Pair& p, const QuantX& x, float (*res)[8]) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  const uint8_t* tiles[2] = {p.a + p.scale_bytes, p.b + p.scale_bytes};
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < p.nb; ++b) {
-    const __m256i xv = load256(x.q + b * kCols);
-    const __m256i ax = _mm256_abs_epi8(xv);
-    __m256i halves[2];
-    for (int g = 0; g < 2; ++g) {
-      const uint8_t* tile = tiles[g] + b * kQ8TileBytes;
-      prefetch(tile + p.ahead);
-      prefetch(tile + p.ahead + 64);
-      __m256i d[kRows];
-      for (int r = 0; r < kRows; ++r) {
-        const __m256i signed_w = _mm256_sign_epi8(load256(tile + r * kCols), xv);
-        d[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, signed_w), ones);
-      }
-      halves[g] = _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
-    }
-    const __m256i dot = _mm256_add_epi32(_mm256_permute2x128_si256(halves[0], halves[1], 0x20),
-                                         _mm256_permute2x128_si256(halves[0], halves[1], 0x31));
-    acc = scale_step(dot, pair_scales(p, b), x.scale[b], acc);
-  }
-  _mm256_storeu_ps(res[0], acc);
 }
 
 QuantX rows_from(const QuantX& x, int i) {
@@ -250,13 +198,7 @@ struct Q4Pair {
 };
 template <int X>
 struct Q8Pair {
-  static void run(const Pair& p, const QuantX& x, float (*res)[8]) {
-    if constexpr (X == 1) {
-      q8_pair_gemv(p, x, res);
-    } else {
-      q8_pair<X>(p, x, res);
-    }
-  }
+  static void run(const Pair& p, const QuantX& x, float (*res)[8]) { q8_pair_rows<X>(p, x, res); }
 };
 
 }  // namespace
