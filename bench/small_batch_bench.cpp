@@ -8,7 +8,8 @@
 // per call, as matmul called them) or current (the kernels matmul uses: the int8 GEMM's arithmetic
 // per row, the whole batch in one call).
 // BM_SmallBatchMatmul/<shape>/<type>/m<m>: ops::matmul with all pool threads on cold weights
-// (rotating copies > the cache, as decode reads them).
+// (rotating copies > the cache, as decode reads them); BM_SmallBatchGemm the same batches on the
+// AVX2 int8 GEMM (m >= 16's path), to place the crossover.
 // Counters: GOP_s (2 m n k per wall second), GOP_cpu_s (per CPU-second of the whole process, so
 // a loaded machine's waits do not count), pct_int8_peak (GOP_cpu_s against the probe's 1-thread
 // int8 dot peak), load1.
@@ -28,6 +29,7 @@
 #include "base/half.h"
 #include "base/thread_pool.h"
 #include "cold_matrices.h"
+#include "ops/int8_gemm.h"
 #include "ops/machine_probe.h"
 #include "ops/packed_kernels.h"
 #include "ops/packed_matrix.h"
@@ -149,6 +151,25 @@ void BM_SmallBatchMatmul(benchmark::State& state, QuantType type, int m, int64_t
   state.counters["threads"] = qvl::ThreadPool::global().size();
 }
 
+// The int8 GEMM (what matmul runs from m = 16) on the same small batches: where it would pay to
+// hand a small batch to it (it repacks the weights on every call).
+void BM_SmallBatchGemm(benchmark::State& state, QuantType type, int m, int64_t rows, int64_t cols) {
+  const ColdMatrices& w = cold_matrices(type, rows, cols);
+  const std::vector<float> x = random_x(m, cols);
+  std::vector<float> y(static_cast<size_t>(m * rows));
+  size_t next = 0;
+  const double cpu0 = process_cpu_seconds();
+  for (auto _ : state) {
+    qvl::ops::int8_gemm(qvl::ops::Int8GemmKernel::kAvx2, x.data(), m, w.views[next], nullptr,
+                        y.data());
+    next = next + 1 == w.views.size() ? 0 : next + 1;
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  note_counters(state, 2.0 * m * rows * cols, process_cpu_seconds() - cpu0);
+  state.counters["threads"] = qvl::ThreadPool::global().size();
+}
+
 double max_of(const std::vector<double>& v) {
   return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
 }
@@ -203,6 +224,22 @@ const int registered = [] {
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond)
           ->ComputeStatistics("max", max_of);
+    }
+  }
+  if (qvl::ops::best_isa() == qvl::ops::IsaLevel::kScalar) return 0;
+  for (const Shape& s : shapes) {
+    for (int m : {4, 8, 12, 15}) {
+      for (const bool gemm : {false, true}) {
+        if (!gemm && m <= 8) continue;  // registered above
+        const std::string name = std::string(gemm ? "BM_SmallBatchGemm/" : "BM_SmallBatchMatmul/") +
+                                 s.what + "/" + qvl::ops::quant_type_name(s.type) + "/m" +
+                                 std::to_string(m) + "/" + isa;
+        benchmark::RegisterBenchmark(name.c_str(), gemm ? BM_SmallBatchGemm : BM_SmallBatchMatmul,
+                                     s.type, m, s.rows, s.cols)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond)
+            ->ComputeStatistics("max", max_of);
+      }
     }
   }
   return 0;

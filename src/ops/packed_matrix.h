@@ -36,9 +36,10 @@
 // sum|w| * absmax(x) / 254 of activation rounding.
 //
 // Kernels (packed_gemv.cpp): m == 1 streams up to 4 groups at once, whole rows, sharing each x
-// block; 1 < m < 16 takes each group's whole row against up to 3 rows of x at once, unpacking a
-// tile once for all of them. Both do the same arithmetic per (x row, group), so a row's result
-// does not depend on the batch below 16 rows (bit for bit). m >= 16 uses a GEMM (int8 for q8/q4:
+// block; 1 < m < 16 takes pairs of groups' whole rows against all rows of x, unpacking a tile
+// once for several of them. Both do the same arithmetic per (x row, group), so a row's result
+// does not depend on the batch below 16 rows (bit for bit); on AVX2, q8/q4 rows also get the int8
+// GEMM's bits (see packed_gemv_avx2_quant.cpp), so their result does not depend on m at all. m >= 16 uses a GEMM (int8 for q8/q4:
 // int8_gemm.cpp; fp32/bf16: register tiles of 6 x rows x 16 weight rows on AVX2, 12 x 32 on
 // AVX-512, see packed_gemm.h). The
 // first use of each SIMD level is checked against the scalar kernels (see best_isa).
