@@ -16,6 +16,7 @@
 // Some AVX-512 intrinsics are macros when not optimising; the model defines functions of the names.
 #undef _mm512_srli_epi16
 #undef _mm512_shuffle_i32x4
+#undef _mm512_shuffle_epi32
 
 namespace qvl::ops::avx512_model_check {
 namespace model {
@@ -37,11 +38,13 @@ enum class IntOp {
   kAnd,
   kXor,
   kSrl16By4,
+  kShuffle32Bbbb,
   kDpbusd
 };
 constexpr IntOp kIntOps[] = {IntOp::kUnpackLo32, IntOp::kUnpackHi32, IntOp::kUnpackLo64,
                              IntOp::kUnpackHi64, IntOp::kAdd32,      IntOp::kAnd,
-                             IntOp::kXor,        IntOp::kSrl16By4,   IntOp::kDpbusd};
+                             IntOp::kXor,        IntOp::kSrl16By4,   IntOp::kShuffle32Bbbb,
+                             IntOp::kDpbusd};
 
 void real_int_op(IntOp op, const void* a_bytes, const void* b_bytes, void* out) {
   const ::__m256i a = _mm256_loadu_si256(static_cast<const ::__m256i*>(a_bytes));
@@ -71,6 +74,9 @@ void real_int_op(IntOp op, const void* a_bytes, const void* b_bytes, void* out) 
       break;
     case IntOp::kSrl16By4:
       r = _mm256_srli_epi16(a, 4);
+      break;
+    case IntOp::kShuffle32Bbbb:
+      r = _mm256_shuffle_epi32(a, 0x55);
       break;
     case IntOp::kDpbusd: {  // unsigned a times signed b, widened to 16 bit (vpmaddwd is exact)
       const ::__m256i low8 = _mm256_set1_epi16(0x00ff);
@@ -121,6 +127,8 @@ model::__m512i model_int_op(IntOp op, model::__m512i a, model::__m512i b) {
       return model::_mm512_xor_si512(a, b);
     case IntOp::kSrl16By4:
       return model::_mm512_srli_epi16(a, 4);
+    case IntOp::kShuffle32Bbbb:
+      return model::_mm512_shuffle_epi32(a, model::_MM_PERM_BBBB);
     case IntOp::kDpbusd:
       return model::_mm512_dpbusd_epi32(model::_mm512_setzero_si512(), a, b);
   }
