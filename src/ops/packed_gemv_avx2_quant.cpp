@@ -11,7 +11,7 @@
 //   q4: per block, the pair's tile is transposed once so that each 32-bit lane holds 4
 //   consecutive bytes of one row, then every x row (up to 8 per pass) multiplies it with its 4
 //   bytes broadcast (the GEMM's scheme: no horizontal adds per x row, unpacking shared).
-//   q8: the row-major tile against the whole x block (sign trick), rows gathered by hadd. AVX2 has
+//   q8: the row-major tile against the whole x block (sign trick), rows gathered by unpacks and adds. AVX2 has
 //   no 8-bit product that sums into int32 without a sign fix-up or a widening; the transposed form
 //   (x widened to int16, vpmaddwd) measured no faster on Zen 3 (~50-60 GOP per CPU-second) and
 //   needs x prepared.
@@ -121,8 +121,18 @@ void q4_pair(const Pair& p, const QuantX& x, float (*res)[8]) {
   for (int i = 0; i < X; ++i) _mm256_storeu_ps(res[i], _mm256_permutevar8x32_ps(acc[i], to_rows));
 }
 
+// [r0 r1 r2 r3 | r0 r1 r2 r3] sums of the low and high 128-bit lanes of four rows' int32
+// vectors: unpacks and adds (vphaddd takes more uops on Zen 3 than the unpacks and the add).
+inline __m256i gather_rows(const __m256i (&d)[kRows]) {
+  const __m256i a01 = _mm256_add_epi32(_mm256_unpacklo_epi32(d[0], d[1]),
+                                       _mm256_unpackhi_epi32(d[0], d[1]));  // r0 r1 r0 r1
+  const __m256i a23 = _mm256_add_epi32(_mm256_unpacklo_epi32(d[2], d[3]),
+                                       _mm256_unpackhi_epi32(d[2], d[3]));  // r2 r3 r2 r3
+  return _mm256_add_epi32(_mm256_unpacklo_epi64(a01, a23), _mm256_unpackhi_epi64(a01, a23));
+}
+
 // q8 by rows (no transposition): |x| times the weights with the sign of x (vpmaddubsw, pairs
-// within int16 as |q| <= 127), pairs to int32, each group's 4 rows gathered by hadd into
+// within int16 as |q| <= 127), pairs to int32, each group's 4 rows gathered by unpacks and adds into
 // [r0 r1 r2 r3] per 16-column half, the halves of both groups added: [a0 a1 a2 a3 b0 b1 b2 b3],
 // the whole block dot. X rows of x share each block's prefetches; the tiles come from L1 again.
 template <int X>
@@ -149,7 +159,7 @@ void q8_pair_rows(const Pair& p, const QuantX& x, float (*res)[8]) {
           const __m256i signed_w = _mm256_sign_epi8(load256(tile + r * kCols), xv);
           d[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, signed_w), ones);
         }
-        halves[g] = _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
+        halves[g] = gather_rows(d);
       }
       const __m256i dot = _mm256_add_epi32(_mm256_permute2x128_si256(halves[0], halves[1], 0x20),
                                            _mm256_permute2x128_si256(halves[0], halves[1], 0x31));

@@ -164,6 +164,14 @@ TEST(PackedGemvAvx512, ModelOfTheQuantKernelsGivesTheGemmChainOnEveryShape) {
   check_gemm_chain(kernels::avx512_model::q8_run, kernels::avx512_model::q4_run, "avx512 model");
 }
 
+// The AVX2 kernels (packed_gemv_avx2_quant.cpp) compute the same chain.
+TEST(PackedGemvAvx2, QuantKernelsGiveTheGemmChainOnEveryShape) {
+  if (static_cast<int>(best_isa()) < static_cast<int>(IsaLevel::kAvx2)) {
+    GTEST_SKIP() << "this CPU lacks AVX2+FMA+F16C: avx2 kernels not run";
+  }
+  check_gemm_chain(kernels::q8_run_avx2, kernels::q4_run_avx2, "avx2");
+}
+
 bool has_avx512() {
   return best_isa() == IsaLevel::kAvx512;
 }
