@@ -197,9 +197,10 @@ const int registered = [] {
                                  {"2048x6144", 2048, 6144}};
   for (const Shape& s : prompt_shapes) {
     for (QuantType t : {QuantType::kQ8, QuantType::kQ4}) {
-      for (auto kernel : {qvl::ops::Int8GemmKernel::kAvx2Sign, qvl::ops::Int8GemmKernel::kAvx2Gemm5,
-                          qvl::ops::Int8GemmKernel::kAvx2, qvl::ops::Int8GemmKernel::kAvxVnni,
-                          qvl::ops::Int8GemmKernel::kAvx512Vnni}) {
+      for (auto kernel :
+           {qvl::ops::Int8GemmKernel::kAvx2Sign, qvl::ops::Int8GemmKernel::kAvx2Gemm5,
+            qvl::ops::Int8GemmKernel::kAvx2Gemm6, qvl::ops::Int8GemmKernel::kAvx2,
+            qvl::ops::Int8GemmKernel::kAvxVnni, qvl::ops::Int8GemmKernel::kAvx512Vnni}) {
         if (!qvl::ops::cpu_runs_int8_gemm_kernel(kernel)) continue;
         for (int threads : {1, 2}) {
           const std::string name =

@@ -37,10 +37,14 @@ kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
     case Int8GemmKernel::kAvx2Gemm5:
+    case Int8GemmKernel::kAvx2Gemm6:
       if (q8) {  // int16 strips: half the depth keeps a row block's chunk in L1
         const int64_t depth = kInt8Depth / 2;
-        return {kernels::int8_tile_q8_avx2, 16,   kernels::kInt8Avx2Q8XRows, Int8XLayout::kInt16,
-                Int8PanelWeights::kPairs16, depth};
+        const auto tile = kernel == Int8GemmKernel::kAvx2 ? kernels::int8_tile_q8_avx2
+                                                          : kernels::int8_tile_q8_avx2_gemm6;
+        return {
+            tile, 16, kernels::kInt8Avx2Q8XRows, Int8XLayout::kInt16, Int8PanelWeights::kPairs16,
+            depth};
       }
       if (kernel == Int8GemmKernel::kAvx2Gemm5) {
         return {kernels::int8_tile_q4_avx2_gemm5, 16, kernels::kInt8Avx2XRows, Int8XLayout::kInt8,
@@ -155,6 +159,8 @@ const char* int8_gemm_kernel_name(Int8GemmKernel kernel) {
       return "avx2-sign";
     case Int8GemmKernel::kAvx2Gemm5:
       return "avx2-gemm5";
+    case Int8GemmKernel::kAvx2Gemm6:
+      return "avx2-gemm6";
     case Int8GemmKernel::kAvxVnni:
       return "avx-vnni";
     case Int8GemmKernel::kAvx512Vnni:
@@ -178,6 +184,7 @@ bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
     case Int8GemmKernel::kAvx2:
     case Int8GemmKernel::kAvx2Sign:
     case Int8GemmKernel::kAvx2Gemm5:
+    case Int8GemmKernel::kAvx2Gemm6:
     case Int8GemmKernel::kAvxVnniEmulated:
       return cpu_isa() != IsaLevel::kScalar;
     case Int8GemmKernel::kAvxVnni:
