@@ -197,6 +197,26 @@ const int registered = [] {
       }
     }
   }
+  // Vision tower shapes (q8: the tower of the default q4 file) at a 448x448 image's 784 patches:
+  // qkv, attention proj, MLP fc1, MLP fc2; the current q8 kernel and the session-6 one.
+  const Shape vision_shapes[] = {{"vision_qkv_3072x1024", 3072, 1024},
+                                 {"vision_proj_1024x1024", 1024, 1024},
+                                 {"vision_fc1_4096x1024", 4096, 1024},
+                                 {"vision_fc2_1024x4096", 1024, 4096}};
+  for (const Shape& s : vision_shapes) {
+    for (auto kernel : {qvl::ops::Int8GemmKernel::kAvx2Gemm6, qvl::ops::Int8GemmKernel::kAvx2}) {
+      if (!qvl::ops::cpu_runs_int8_gemm_kernel(kernel)) continue;
+      for (int threads : {1, 2}) {
+        const std::string name = std::string("BM_Int8Gemm/") + s.what + "/m784/q8/" +
+                                 qvl::ops::int8_gemm_kernel_name(kernel) + "/t" +
+                                 std::to_string(threads);
+        benchmark::RegisterBenchmark(name.c_str(), run_int8_gemm, QuantType::kQ8, kernel,
+                                     int64_t{784}, s.rows, s.cols, threads)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
+  }
   // [rows, cols] = [out, in]: attention 2048x2048, MLP down 2048x6144, vision MLP fc1 4096x1024.
   const Shape gemm_shapes[] = {
       {"2048x2048", 2048, 2048}, {"2048x6144", 2048, 6144}, {"4096x1024", 4096, 1024}};
