@@ -4,6 +4,12 @@
 //       is at most 2 * 127 * 127, and no operand needs a sign fix-up. AVX2 has no 8-bit multiply
 //       that sums into int32, so vpmaddwd (16 products per instruction) matches the throughput of
 //       vpmaddubsw + vpmaddwd (32 per two) and leaves the other two vector pipes to the vpaddd.
+//       Measured on Zen 3 (session 7): 2 vpmaddwd + 2 vpaddd per 32 multiply-adds run at ~84% of
+//       the probe's vpmaddubsw + vpmaddwd + vpaddd rate (4 ops on 4 pipes: the scheduler does not
+//       keep every vpaddd off the multiply pipes), whatever the tile (2 or 4 weight vectors x 3-6
+//       rows) or the order; x broadcasts cost no more than plain loads. Every exact q8 x q8 form
+//       on AVX2 needs 4 vector ops per 32 (vpmaddubsw saturates on x + 128, sign tricks and
+//       nibble splits add the op back), so the tile is written in assembly to lose nothing else.
 //   q4: the stored nibble q + 8 (<= 15) times x (|x| <= 127) by vpmaddubsw: a pair is at most
 //       3810, so the 8 steps of a block (30480) are summed in int16 and widened once per block;
 //       the offset is taken off as 8 * sum(x) of the block. One vpmaddubsw + vpaddw per 32
