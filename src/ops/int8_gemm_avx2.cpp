@@ -5,9 +5,9 @@
 //       that sums into int32, so vpmaddwd (16 products per instruction) matches the throughput of
 //       vpmaddubsw + vpmaddwd (32 per two) and leaves the other two vector pipes to the vpaddd.
 //       Measured on Zen 3 (session 7): 2 vpmaddwd + 2 vpaddd per 32 multiply-adds run at ~84% of
-//       the probe's vpmaddubsw + vpmaddwd + vpaddd rate (4 ops on 4 pipes: the scheduler does not
-//       keep every vpaddd off the multiply pipes), whatever the tile (2 or 4 weight vectors x 3-6
-//       rows) or the order; x broadcasts cost no more than plain loads. Every exact q8 x q8 form
+//       the probe's vpmaddubsw + vpmaddwd + vpaddd rate (4 ops filling 4 pipes; presumably some
+//       vpaddd issue on the multiply pipes), whatever the tile (2 or 4 weight vectors x 3-6 rows)
+//       or the order; x broadcasts cost no more than plain loads. Every exact q8 x q8 form
 //       on AVX2 needs 4 vector ops per 32 (vpmaddubsw saturates on x + 128, sign tricks and
 //       nibble splits add the op back), so the tile is written in assembly to lose nothing else.
 //   q4: the stored nibble q + 8 (<= 15) times x (|x| <= 127) by vpmaddubsw: a pair is at most
