@@ -292,7 +292,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
   seq.positions =
       compute_rope_positions(ids, grids, cfg.image_token_id, cfg.vision.spatial_merge_size);
   // Prompt embeddings with image features at the pad positions, DeepStack added per layer.
-  seq.prompt = embed_prompt(decoder_, cfg, ids, images.features);
+  seq.prompt = PromptEmbeddings(decoder_, cfg, ids, images.features);
   // Cache keys: image pads name their image and row.
   seq.keys.resize(static_cast<size_t>(n));
   size_t image = 0;

@@ -27,11 +27,11 @@ struct PrefillChunk {
   int64_t layers_done = 0;
   AlignedBuffer<float> hidden;     // [rows, hidden]: embeddings, then the layers' outputs
   std::vector<int64_t> positions;  // [3, rows]
-  LayerFeatureAdds adds;           // DeepStack rows of the chunk (indexes into the chunk)
+  RangeFeatureAdds features;       // DeepStack rows of the chunk (indexes into the chunk)
 
   bool active() const { return end > begin; }
   int64_t rows() const { return end - begin; }
-  // Takes rows [begin, end) of the prompt's embeddings, positions and DeepStack features.
+  // Makes rows [begin, end) of the prompt's embeddings, positions and DeepStack features.
   void start(const PromptEmbeddings& prompt, const RopePositions& pos, int64_t begin, int64_t end,
              int64_t hidden_size);
   void clear() { begin = end = layers_done = 0; }

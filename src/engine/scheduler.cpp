@@ -221,7 +221,7 @@ void Scheduler::step(std::vector<Sequence*>& running) {
       while (c.layers_done < layers) {
         const int64_t to = decode_rows > 0 ? c.layers_done + 1 : layers;
         const double before = slice_time.millis();
-        decoder_.forward_layers(c.hidden.data(), entry, c.adds.rows.empty() ? nullptr : &c.adds,
+        decoder_.forward_layers(c.hidden.data(), entry, c.features.or_null(),
                                 c.layers_done, to, chunk_out_.data());
         c.layers_done = to;
         layer_ms = slice_time.millis() - before;

@@ -69,13 +69,14 @@ ScoreResult score_continuation(TextDecoder& decoder, const ModelConfig& config,
                                                           config.vision.spatial_merge_size);
   const std::vector<int64_t> pos = positions_with_continuation(prompt_pos, m);
 
-  PromptEmbeddings in = embed_prompt(decoder, config, prompt_ids, images);
-  in.x.resize(static_cast<size_t>((n + m) * hidden));
-  decoder.embed(continuation.data(), m, in.x.data() + n * hidden);
+  std::vector<float> x(static_cast<size_t>((n + m) * hidden));
+  RangeFeatureAdds adds;
+  PromptEmbeddings(decoder, config, prompt_ids, images).make_rows(0, n, x.data(), adds);
+  decoder.embed(continuation.data(), m, x.data() + n * hidden);
 
   KVCache cache = decoder.new_cache();
   std::vector<float> final_norm(static_cast<size_t>((n + m) * hidden));
-  decoder.forward(in.x.data(), n + m, pos.data(), cache, in.adds_or_null(), final_norm.data());
+  decoder.forward(x.data(), n + m, pos.data(), cache, adds.or_null(), final_norm.data());
 
   // Row r of the scored block is sequence position n - 1 + r: it predicts continuation[r].
   std::vector<float> logits(static_cast<size_t>(kLogitRowsPerChunk * vocab));

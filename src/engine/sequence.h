@@ -32,7 +32,7 @@ struct Sequence {
   // Input, prepared by the caller.
   std::vector<uint64_t> keys;  // per prompt position: the token id, or an image pad's identity
   RopePositions positions;
-  PromptEmbeddings prompt;  // x [n, hidden] and DeepStack features at image rows
+  PromptEmbeddings prompt;  // made chunk by chunk; dropped once in the KV cache
   int64_t max_new = 0;
   TextCallback on_text;
   int64_t top_logprobs = -1;  // -1: none; else GenerationResult::logprobs with that many top

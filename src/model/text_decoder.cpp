@@ -1,5 +1,6 @@
 #include "model/text_decoder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -130,34 +131,32 @@ void TextDecoder::attention_block(int64_t layer, const std::vector<BatchEntry>& 
   const TextLayerWeights& lw = w_.layers[layer];
   const int64_t hd = config_.head_dim, nh = config_.num_heads, nkv = config_.num_kv_heads;
   const int64_t n = segments_.empty() ? 0 : segments_.back().end;
-  matmul_segments(normed_.data(),
-                  {{&lw.q_proj, q_.data()}, {&lw.k_proj, k_.data()}, {&lw.v_proj, v_.data()}});
+  matmul_segments(normed_.data(), {{&lw.q_proj, q_}, {&lw.k_proj, k_}, {&lw.v_proj, v_}});
   // Per-head RMSNorm on q and k, then rotary, then keys/values go into the cache.
-  ops::rms_norm(q_.data(), lw.q_norm.data(), config_.rms_norm_eps, n * nh, hd, q_.data());
-  ops::rms_norm(k_.data(), lw.k_norm.data(), config_.rms_norm_eps, n * nkv, hd, k_.data());
+  ops::rms_norm(q_, lw.q_norm.data(), config_.rms_norm_eps, n * nh, hd, q_);
+  ops::rms_norm(k_, lw.k_norm.data(), config_.rms_norm_eps, n * nkv, hd, k_);
   const int64_t half = hd / 2;
   for (int64_t t = 0; t < n; ++t) {
-    ops::rope_rotate_half(q_.data() + t * nh * hd, nh, hd, cos_.data() + t * half,
-                          sin_.data() + t * half);
-    ops::rope_rotate_half(k_.data() + t * nkv * hd, nkv, hd, cos_.data() + t * half,
+    ops::rope_rotate_half(q_ + t * nh * hd, nh, hd, cos_.data() + t * half, sin_.data() + t * half);
+    ops::rope_rotate_half(k_ + t * nkv * hd, nkv, hd, cos_.data() + t * half,
                           sin_.data() + t * half);
   }
   const ops::AttentionShape shape{nh, nkv, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
   int64_t row = 0;
   for (const BatchEntry& e : entries) {
-    e.cache->write(layer, k_.data() + row * nkv * hd, v_.data() + row * nkv * hd, e.rows);
-    e.cache->attend(layer, q_.data() + row * nh * hd, e.rows, shape, attn_.data() + row * nh * hd);
+    e.cache->write(layer, k_ + row * nkv * hd, v_ + row * nkv * hd, e.rows);
+    e.cache->attend(layer, q_ + row * nh * hd, e.rows, shape, attn_ + row * nh * hd);
     row += e.rows;
   }
-  matmul_segments(attn_.data(), {{&lw.o_proj, proj_.data()}});
+  matmul_segments(attn_, {{&lw.o_proj, proj_}});
 }
 
 void TextDecoder::mlp_block(int64_t layer, int64_t n) {
   const TextLayerWeights& lw = w_.layers[layer];
   const int64_t ff = config_.intermediate_size;
-  matmul_segments(normed_.data(), {{&lw.gate_proj, gate_.data()}, {&lw.up_proj, up_.data()}});
-  ops::silu_mul(gate_.data(), up_.data(), n * ff, gate_.data());
-  matmul_segments(gate_.data(), {{&lw.down_proj, proj_.data()}});
+  matmul_segments(normed_.data(), {{&lw.gate_proj, gate_.data()}, {&lw.up_proj, up_}});
+  ops::silu_mul(gate_.data(), up_, n * ff, gate_.data());
+  matmul_segments(gate_.data(), {{&lw.down_proj, proj_}});
 }
 
 void TextDecoder::forward(const float* x, int64_t n, const int64_t* positions, KVSequence& cache,
@@ -184,14 +183,17 @@ void TextDecoder::forward_layers(float* hs, const std::vector<BatchEntry>& entri
   int64_t n = 0;
   for (const BatchEntry& e : entries) n += e.rows;
   const size_t rows = static_cast<size_t>(n);
+  const size_t kv = static_cast<size_t>(kv_width()),
+               ff = static_cast<size_t>(config_.intermediate_size);
   normed_.resize(rows * h);
-  q_.resize(rows * q_dim);
-  k_.resize(rows * kv_width());
-  v_.resize(rows * kv_width());
-  attn_.resize(rows * q_dim);
-  proj_.resize(rows * h);
-  gate_.resize(rows * config_.intermediate_size);
-  up_.resize(rows * config_.intermediate_size);
+  proj_ = normed_.data();
+  attention_or_up_.resize(rows * std::max(2 * static_cast<size_t>(q_dim) + 2 * kv, ff));
+  q_ = attention_or_up_.data();
+  k_ = q_ + rows * q_dim;
+  v_ = k_ + rows * kv;
+  attn_ = v_ + rows * kv;
+  up_ = attention_or_up_.data();
+  gate_.resize(rows * ff);
   cos_.resize(rows * (config_.head_dim / 2));
   sin_.resize(rows * (config_.head_dim / 2));
   plan_segments(entries);
