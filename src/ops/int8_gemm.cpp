@@ -37,10 +37,14 @@ kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
     case Int8GemmKernel::kAvx2Gemm5:
+    case Int8GemmKernel::kAvx2Gemm6:
       if (q8) {  // int16 strips: half the depth keeps a row block's chunk in L1
         const int64_t depth = kInt8Depth / 2;
-        return {kernels::int8_tile_q8_avx2, 16,   kernels::kInt8Avx2Q8XRows, Int8XLayout::kInt16,
-                Int8PanelWeights::kPairs16, depth};
+        const auto tile = kernel == Int8GemmKernel::kAvx2 ? kernels::int8_tile_q8_avx2
+                                                          : kernels::int8_tile_q8_avx2_gemm6;
+        return {
+            tile, 16, kernels::kInt8Avx2Q8XRows, Int8XLayout::kInt16, Int8PanelWeights::kPairs16,
+            depth};
       }
       if (kernel == Int8GemmKernel::kAvx2Gemm5) {
         return {kernels::int8_tile_q4_avx2_gemm5, 16, kernels::kInt8Avx2XRows, Int8XLayout::kInt8,
@@ -98,36 +102,39 @@ void unpack_block(const PackedRows& p, bool q8, int64_t r, int64_t b, uint8_t* o
   }
 }
 
-// x quantized for the kernels: int8 q, q + 128 (for kernels that read it), block scales and sums,
+// x quantized for the kernels: int8 q, q + 128 or q as int16 (for kernels that read them), block
+// scales and sums,
 // in chunks of `depth` columns: chunk c holds every row's columns [c0, c0 + width) (c0 = c * depth)
 // at c0 * m + i * width (scales and sums at c0 / 32 * m + i * blocks), so the kernels stream each
 // chunk of x as one contiguous range.
 struct QuantizedX {
   AlignedBuffer<int8_t> q;
   AlignedBuffer<uint8_t> u;
+  AlignedBuffer<int16_t> w;
   AlignedBuffer<float> scale;
   AlignedBuffer<int32_t> sum;
 };
 thread_local QuantizedX t_x;
 
-// xw: the x rows of one tile call as int16 (Int8XLayout::kInt16), widened from q once per chunk
-// for all strips: x stays 1 byte per value in memory, where it streams from.
 struct ThreadBuffers {
   AlignedBuffer<uint8_t> panel;
   AlignedBuffer<float> c;
-  AlignedBuffer<int16_t> xw;
 };
 thread_local ThreadBuffers t_buffers;
 
 void quantize_x(const float* x, int64_t m, int64_t k, int64_t depth, kernels::Int8XLayout layout) {
   const bool offset = layout == kernels::Int8XLayout::kOffset8;
+  // int16 x is widened once here, not per tile call for every row block (3% of a q8 GEMM).
+  const bool wide = layout == kernels::Int8XLayout::kInt16;
   const int64_t nb = k / kCols;
   t_x.q.resize(static_cast<size_t>(m * k));
   t_x.u.resize(offset ? static_cast<size_t>(m * k) : 0);
+  t_x.w.resize(wide ? static_cast<size_t>(m * k) : 0);
   t_x.scale.resize(static_cast<size_t>(m * nb));
   t_x.sum.resize(static_cast<size_t>(m * nb));
   int8_t* q = t_x.q.data();
   uint8_t* u = t_x.u.data();
+  int16_t* w = t_x.w.data();
   float* scale = t_x.scale.data();
   int32_t* sum = t_x.sum.data();
   ThreadPool::global().parallel_for(static_cast<size_t>(m), [&](size_t i0, size_t i1) {
@@ -140,6 +147,7 @@ void quantize_x(const float* x, int64_t m, int64_t k, int64_t depth, kernels::In
         if (offset) {
           for (int64_t j = 0; j < width; ++j) u[at + j] = static_cast<uint8_t>(q[at + j] + 128);
         }
+        if (wide) kernels::int8_widen_avx2(q + at, width, w + at);
       }
     }
   });
@@ -155,6 +163,8 @@ const char* int8_gemm_kernel_name(Int8GemmKernel kernel) {
       return "avx2-sign";
     case Int8GemmKernel::kAvx2Gemm5:
       return "avx2-gemm5";
+    case Int8GemmKernel::kAvx2Gemm6:
+      return "avx2-gemm6";
     case Int8GemmKernel::kAvxVnni:
       return "avx-vnni";
     case Int8GemmKernel::kAvx512Vnni:
@@ -178,6 +188,7 @@ bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
     case Int8GemmKernel::kAvx2:
     case Int8GemmKernel::kAvx2Sign:
     case Int8GemmKernel::kAvx2Gemm5:
+    case Int8GemmKernel::kAvx2Gemm6:
     case Int8GemmKernel::kAvxVnniEmulated:
       return cpu_isa() != IsaLevel::kScalar;
     case Int8GemmKernel::kAvxVnni:
@@ -205,7 +216,7 @@ void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMat
   // The calling thread's quantized x (t_x of a pool thread is another buffer).
   const int8_t* const xq = t_x.q.data();
   const uint8_t* const xu = t_x.u.empty() ? nullptr : t_x.u.data();
-  const bool wide = info.x_layout == kernels::Int8XLayout::kInt16;
+  const int16_t* const xw = t_x.w.empty() ? nullptr : t_x.w.data();
   const float* const xscale = t_x.scale.data();
   const int32_t* const xsum = t_x.sum.data();
 
@@ -214,7 +225,6 @@ void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMat
     const int64_t strip_bytes = nb * block_bytes;
     buf.panel.resize(static_cast<size_t>(kInt8RowBlock / info.strip_rows * strip_bytes));
     buf.c.resize(static_cast<size_t>(std::min(m, kInt8XBlock) * kInt8RowBlock));
-    buf.xw.resize(wide ? static_cast<size_t>(info.x_rows * info.depth) : 0);
     for (auto rb = static_cast<int64_t>(rb0); rb < static_cast<int64_t>(rb1); ++rb) {
       const int64_t r0 = rb * kInt8RowBlock, rows = std::min(kInt8RowBlock, n - r0);
       const int64_t strips = (rows + info.strip_rows - 1) / info.strip_rows;
@@ -230,15 +240,12 @@ void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMat
             t.nblocks = nbc;
             t.xq = xq + b0 * kCols * m + i0 * width;
             t.xu = xu == nullptr ? nullptr : xu + b0 * kCols * m + i0 * width;
+            t.xw = xw == nullptr ? nullptr : xw + b0 * kCols * m + i0 * width;
             t.xscale = xscale + b0 * m + i0 * nbc;
             t.xsum = xsum + b0 * m + i0 * nbc;
             t.ldx = width;
             t.ldxs = nbc;
             t.rows = std::min(info.x_rows, m1 - i0);
-            if (wide) {
-              kernels::int8_widen_avx2(t.xq, t.rows * width, buf.xw.data());
-              t.xw = buf.xw.data();
-            }
             t.ldc = kInt8RowBlock;
             for (int64_t s = 0; s < strips; ++s) {
               t.strip = buf.panel.data() + s * strip_bytes + b0 * block_bytes;

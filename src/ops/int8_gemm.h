@@ -16,9 +16,18 @@ namespace qvl::ops {
 // Micro-kernels. kAvx2 needs AVX2 (+FMA, F16C); kAvxVnni also the 256-bit vpdpbusd (Alder Lake and
 // later, Zen 5); kAvx512Vnni the IsaLevel::kAvx512 set. kAvxVnniEmulated is the kAvxVnni code with
 // vpdpbusd emulated in AVX2, for tests on CPUs without AVX-VNNI (matmul never picks it).
-// kAvx2Sign is the session-4 AVX2 q8 kernel and kAvx2Gemm5 the session-5 AVX2 kernels
-// (int8_gemm_avx2.cpp), the benchmarks' baselines (matmul never picks them either).
-enum class Int8GemmKernel { kAvx2, kAvxVnni, kAvx512Vnni, kAvxVnniEmulated, kAvx2Sign, kAvx2Gemm5 };
+// kAvx2Sign is the session-4 AVX2 q8 kernel, kAvx2Gemm5 the session-5 AVX2 kernels and kAvx2Gemm6
+// the session-6 ones (int8_gemm_avx2.cpp; its q4 kernel is kAvx2's), the benchmarks' baselines
+// (matmul never picks them either).
+enum class Int8GemmKernel {
+  kAvx2,
+  kAvxVnni,
+  kAvx512Vnni,
+  kAvxVnniEmulated,
+  kAvx2Sign,
+  kAvx2Gemm5,
+  kAvx2Gemm6
+};
 const char* int8_gemm_kernel_name(Int8GemmKernel kernel);
 bool cpu_has_avx_vnni();
 // Whether this CPU can run the kernel (not whether it passed the self-check).

@@ -4,6 +4,12 @@
 //       is at most 2 * 127 * 127, and no operand needs a sign fix-up. AVX2 has no 8-bit multiply
 //       that sums into int32, so vpmaddwd (16 products per instruction) matches the throughput of
 //       vpmaddubsw + vpmaddwd (32 per two) and leaves the other two vector pipes to the vpaddd.
+//       Measured on Zen 3 (session 7): 2 vpmaddwd + 2 vpaddd per 32 multiply-adds run at ~84% of
+//       the probe's vpmaddubsw + vpmaddwd + vpaddd rate (4 ops filling 4 pipes; presumably some
+//       vpaddd issue on the multiply pipes), whatever the tile (2 or 4 weight vectors x 3-6 rows)
+//       or the order; x broadcasts cost no more than plain loads. Every exact q8 x q8 form
+//       on AVX2 needs 4 vector ops per 32 (vpmaddubsw saturates on x + 128, sign tricks and
+//       nibble splits add the op back), so the tile is written in assembly to lose nothing else.
 //   q4: the stored nibble q + 8 (<= 15) times x (|x| <= 127) by vpmaddubsw: a pair is at most
 //       3810, so the 8 steps of a block (30480) are summed in int16 and widened once per block;
 //       the offset is taken off as 8 * sum(x) of the block. One vpmaddubsw + vpaddw per 32
@@ -90,6 +96,89 @@ struct Q8Pairs {
     }
   }
 };
+
+// The same products and fp32 updates as Q8Pairs, each block in assembly: GCC copied or spilled
+// the twelve accumulators of the intrinsics version and compiled its scale step through the
+// stack. Registers: ymm0-11 the accumulators of rows 0-5 (two per row), ymm12/13 the weight pair
+// vectors, ymm15 the broadcast x pair, which its second product overwrites, ymm14 the first
+// product. The first pair writes the accumulators instead of adding to zero. Then, as
+// scale_into_c: ymm12/13 the weight scales, ymm14 the row's x scale, ymm15 their product, and
+// c = fma(float(dot), w scale * x scale, c) (both products commute exactly). Rows past R are left
+// out at assembly time (.if on the immediate R), so every R runs the same instructions per row.
+// Row i's x, x scale and c are at base0 + i * stride for i < 3 and base3 + (i - 3) * stride.
+// clang-format off
+#define QVL_Q8_ROW(row, a0, a1, x)                          \
+  ".if " #row " < %c[rows]\n\t"                             \
+  "vpbroadcastd \\p*4" x ", %%ymm15\n\t"                   \
+  ".if \\p == 0\n\t"                                        \
+  "vpmaddwd %%ymm12, %%ymm15, %%ymm" #a0 "\n\t"              \
+  "vpmaddwd %%ymm13, %%ymm15, %%ymm" #a1 "\n\t"              \
+  ".else\n\t"                                               \
+  "vpmaddwd %%ymm12, %%ymm15, %%ymm14\n\t"                   \
+  "vpmaddwd %%ymm13, %%ymm15, %%ymm15\n\t"                   \
+  "vpaddd %%ymm14, %%ymm" #a0 ", %%ymm" #a0 "\n\t"          \
+  "vpaddd %%ymm15, %%ymm" #a1 ", %%ymm" #a1 "\n\t"          \
+  ".endif\n\t"                                              \
+  ".endif\n\t"
+#define QVL_Q8_SCALE(row, a0, a1, xs, c)                    \
+  ".if " #row " < %c[rows]\n\t"                             \
+  "vbroadcastss " xs ", %%ymm14\n\t"                        \
+  "vmulps %%ymm14, %%ymm12, %%ymm15\n\t"                     \
+  "vcvtdq2ps %%ymm" #a0 ", %%ymm" #a0 "\n\t"                \
+  "vfmadd213ps " c ", %%ymm15, %%ymm" #a0 "\n\t"            \
+  "vmovups %%ymm" #a0 ", " c "\n\t"                         \
+  "vmulps %%ymm14, %%ymm13, %%ymm15\n\t"                     \
+  "vcvtdq2ps %%ymm" #a1 ", %%ymm" #a1 "\n\t"                \
+  "vfmadd213ps 32" c ", %%ymm15, %%ymm" #a1 "\n\t"          \
+  "vmovups %%ymm" #a1 ", 32" c "\n\t"                       \
+  ".endif\n\t"
+// clang-format on
+
+struct Q8PairsAsm {
+  static constexpr Int8PanelWeights kWeights = Int8PanelWeights::kPairs16;
+  template <int R>
+  static void run(const Int8Tile& t) {
+    static_assert(R >= 1 && R <= 6, "six rows of two accumulators fill ymm0-11");
+    constexpr int64_t block_bytes = int8_strip_block_bytes(kNr, kWeights);
+    static_assert(block_bytes == 64 * 16 + 64 + 64, "weights at 0, scales at 1024 (asm below)");
+    // Rows 3-5 are based at row 3 (at row 0 when there is no row 3: never read then).
+    const int64_t third = R > 3 ? 3 : 0;
+    float* const c0 = t.c;
+    float* const c3 = t.c + third * t.ldc;
+    for (int64_t b = 0; b < t.nblocks; ++b) {
+      const uint8_t* block = t.strip + b * block_bytes;
+      const int16_t* x0 = t.xw + b * 32;
+      const int16_t* x3 = x0 + third * t.ldx;
+      const float* xs0 = t.xscale + b;
+      const float* xs3 = xs0 + third * t.ldxs;
+      // clang-format off
+      asm(".irp p,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15\n\t"
+          "vmovdqu \\p*64(%[w]), %%ymm12\n\t"
+          "vmovdqu \\p*64+32(%[w]), %%ymm13\n\t"
+          QVL_Q8_ROW(0, 0, 1, "(%[x0])") QVL_Q8_ROW(1, 2, 3, "(%[x0],%[ldx],2)")
+          QVL_Q8_ROW(2, 4, 5, "(%[x0],%[ldx],4)") QVL_Q8_ROW(3, 6, 7, "(%[x3])")
+          QVL_Q8_ROW(4, 8, 9, "(%[x3],%[ldx],2)") QVL_Q8_ROW(5, 10, 11, "(%[x3],%[ldx],4)")
+          ".endr\n\t"
+          "vmovups 1024(%[w]), %%ymm12\n\t"
+          "vmovups 1056(%[w]), %%ymm13\n\t"
+          QVL_Q8_SCALE(0, 0, 1, "(%[xs0])", "(%[c0])")
+          QVL_Q8_SCALE(1, 2, 3, "(%[xs0],%[ldxs],4)", "(%[c0],%[ldc],4)")
+          QVL_Q8_SCALE(2, 4, 5, "(%[xs0],%[ldxs],8)", "(%[c0],%[ldc],8)")
+          QVL_Q8_SCALE(3, 6, 7, "(%[xs3])", "(%[c3])")
+          QVL_Q8_SCALE(4, 8, 9, "(%[xs3],%[ldxs],4)", "(%[c3],%[ldc],4)")
+          QVL_Q8_SCALE(5, 10, 11, "(%[xs3],%[ldxs],8)", "(%[c3],%[ldc],8)")
+          :
+          : [w] "r"(block), [x0] "r"(x0), [x3] "r"(x3), [ldx] "r"(t.ldx), [xs0] "r"(xs0),
+            [xs3] "r"(xs3), [ldxs] "r"(t.ldxs), [c0] "r"(c0), [c3] "r"(c3), [ldc] "r"(t.ldc),
+            [rows] "i"(R)
+          : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+            "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "memory");
+      // clang-format on
+    }
+  }
+};
+#undef QVL_Q8_ROW
+#undef QVL_Q8_SCALE
 
 // The byte-panel kernels: per block 8 steps of 4 columns; Step multiplies one weight vector with
 // one row's broadcast x into the accumulator and Finish turns it into the block's int32 dots.
@@ -194,6 +283,9 @@ void int8_tile_q4_avxvnni_emulated(const Int8Tile& t) {
 }
 
 void int8_tile_q8_avx2(const Int8Tile& t) {
+  run_rows<Q8PairsAsm, kInt8Avx2Q8XRows>(t);
+}
+void int8_tile_q8_avx2_gemm6(const Int8Tile& t) {
   run_rows<Q8Pairs, kInt8Avx2Q8XRows>(t);
 }
 void int8_tile_q4_avx2(const Int8Tile& t) {

@@ -66,11 +66,13 @@ struct Int8KernelInfo {
 // AVX2: q8 by vpmaddwd on int16 weights and x (kPairs16, kInt16), q4 by vpmaddubsw(nibble, x)
 // summed in 16 bit over a block (see int8_gemm_avx2.cpp). Baselines for the benchmarks:
 // int8_tile_q8_avx2_sign is the session-4 q8 kernel, vpmaddubsw(|x|, sign(w, x)) + vpmaddwd on the
-// byte panel; int8_tile_q4_avx2_gemm5 the session-5 q4 kernel (4 rows; GCC spilled its sums).
+// byte panel; int8_tile_q4_avx2_gemm5 the session-5 q4 kernel (4 rows; GCC spilled its sums);
+// int8_tile_q8_avx2_gemm6 the session-6 q8 kernel (int8_tile_q8_avx2's products in intrinsics).
 void int8_tile_q8_avx2(const Int8Tile& t);
 void int8_tile_q4_avx2(const Int8Tile& t);
 void int8_tile_q8_avx2_sign(const Int8Tile& t);
 void int8_tile_q4_avx2_gemm5(const Int8Tile& t);
+void int8_tile_q8_avx2_gemm6(const Int8Tile& t);
 // AVX-VNNI (256-bit vpdpbusd) and AVX-512 VNNI (512-bit).
 void int8_tile_q8_avxvnni(const Int8Tile& t);
 void int8_tile_q4_avxvnni(const Int8Tile& t);
