@@ -39,10 +39,10 @@
 // block; 1 < m < 16 takes pairs of groups' whole rows against all rows of x, unpacking a tile
 // once for several of them. Both do the same arithmetic per (x row, group), so a row's result
 // does not depend on the batch below 16 rows (bit for bit); on AVX2, q8/q4 rows also get the int8
-// GEMM's bits (see packed_gemv_avx2_quant.cpp), so their result does not depend on m at all. m >= 16 uses a GEMM (int8 for q8/q4:
-// int8_gemm.cpp; fp32/bf16: register tiles of 6 x rows x 16 weight rows on AVX2, 12 x 32 on
-// AVX-512, see packed_gemm.h). The
-// first use of each SIMD level is checked against the scalar kernels (see best_isa).
+// GEMM's bits (see packed_gemv_avx2_quant.cpp), so their result does not depend on m at all.
+// m >= 16 uses a GEMM (int8 for q8/q4: int8_gemm.cpp; fp32/bf16: register tiles of 6 x rows x 16
+// weight rows on AVX2, 12 x 32 on AVX-512, see packed_gemm.h). The first use of each SIMD level
+// is checked against the scalar kernels (see best_isa).
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,7 @@
 // a stream joining a batch of any size, produce the tokens it would produce alone.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -94,8 +95,9 @@ TEST(BatchInvariance, Avx2GemmKernelsGiveTheGemvBits) {
   if (cpu_runs_int8_gemm_kernel(Int8GemmKernel::kAvxVnni)) {
     gemms.push_back(Int8GemmKernel::kAvxVnni);
   } else {
-    std::printf("[  NOTE    ] this CPU lacks AVX-VNNI: avx-vnni GEMM checked through its AVX2 "
-                "emulation only\n");
+    std::printf(
+        "[  NOTE    ] this CPU lacks AVX-VNNI: avx-vnni GEMM checked through its AVX2 "
+        "emulation only\n");
   }
   IsaScope scope(IsaLevel::kAvx2);
   uint32_t seed = 600;
