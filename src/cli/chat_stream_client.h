@@ -30,9 +30,10 @@ struct ChatStreamResult {
   // Arrival of every chunk that carried generated tokens: text, or log-probabilities of tokens
   // without text (requests with "logprobs" see every token this way).
   std::vector<double> token_times;
-  int64_t textless_tokens = 0;  // log-probability entries that came in chunks without text
-  double done_at = 0;           // response complete
-  std::string text;             // the streamed answer
+  std::vector<int64_t> token_counts;  // tokens in each of those chunks (at least 1)
+  int64_t textless_tokens = 0;        // log-probability entries that came in chunks without text
+  double done_at = 0;                 // response complete
+  std::string text;                   // the streamed answer
   std::string finish_reason;
   int64_t prompt_tokens = -1;  // from the usage chunk (stream_options.include_usage)
   int64_t completion_tokens = -1;

@@ -10,6 +10,7 @@
 #include "cli/latency_stats.h"
 #include "cli/loadtest_scenarios.h"
 #include "cli/prometheus_text.h"
+#include "cli/stream_chunk.h"
 
 namespace qvl::cli {
 namespace {
@@ -64,8 +65,10 @@ ScenarioResult run_concurrency(const LoadContext& context) {
     std::vector<ChatStreamResult> responses(static_cast<size_t>(streams));
     std::vector<std::thread> threads;
     for (int i = 0; i < streams; ++i) {
-      const json body = context.chat_body(
-          json::array({user_message(long_answer_prompt(prompt_index++))}), o.decode_tokens);
+      json body = context.chat_body(json::array({user_message(long_answer_prompt(prompt_index++))}),
+                                    o.decode_tokens);
+      body["logprobs"] = true;  // so that every token's arrival is seen, text or not
+      body["top_logprobs"] = 0;
       threads.emplace_back([&, i, body] { responses[i] = context.client().stream_chat(body); });
     }
     for (std::thread& thread : threads) thread.join();
@@ -93,11 +96,22 @@ ScenarioResult run_concurrency(const LoadContext& context) {
       ttft_ms.push_back(r.ttft() * 1000);
     }
     if (!usable || completion == 0) continue;
-    // Decode speed counts tokens after each stream's first, over the span in which streams
-    // decode; the wall rate also includes the prefills.
-    decode_rate[streams] = decoded / (last_done - first_token);
-    result.measure("decode_tok_per_s_" + level, level + " streams: decode tok/s (aggregate)",
-                   decode_rate[streams]);
+    // The span rate counts tokens after each stream's first over the span in which any stream
+    // decodes, so it includes the later streams' prefills; the steady rate counts the tokens
+    // of every stream while all of them decode (after the last first token, up to the first
+    // last token): the batch's decode speed. The wall rate also includes the prefills.
+    result.measure("decode_tok_per_s_" + level,
+                   level + " streams: decode tok/s (aggregate, span of any decoding)",
+                   decoded / (last_done - first_token));
+    const double steady = steady_decode_rate(responses);
+    if (std::isnan(steady)) {
+      result.notes.push_back(level + " streams: too few tokens while all streams decoded (raise " +
+                             "--decode-tokens) for a steady decode rate");
+      continue;
+    }
+    decode_rate[streams] = steady;
+    result.measure("steady_decode_tok_per_s_" + level,
+                   level + " streams: decode tok/s (aggregate, while all decode)", steady);
     result.measure("wall_tok_per_s_" + level, level + " streams: tokens / wall time",
                    completion / (last_done - sent));
     result.measure("ttft_median_ms_" + level, level + " streams: TTFT median (ms)",

@@ -1,5 +1,8 @@
 #include "cli/stream_chunk.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace qvl::cli {
 namespace {
 
@@ -70,6 +73,7 @@ bool read_stream_event(const std::string& data, double at, ChatStreamResult& res
   const size_t entries = logprob_entries(choice);
   if (text.empty() && entries == 0) return false;
   result.token_times.push_back(at);
+  result.token_counts.push_back(std::max<int64_t>(1, static_cast<int64_t>(entries)));
   if (text.empty()) {
     result.textless_tokens += static_cast<int64_t>(entries);
     return false;
@@ -79,6 +83,23 @@ bool read_stream_event(const std::string& data, double at, ChatStreamResult& res
   result.content_times.push_back(at);
   result.text += text;
   return first;
+}
+
+double steady_decode_rate(const std::vector<ChatStreamResult>& streams) {
+  double begin = -INFINITY, end = INFINITY;
+  for (const ChatStreamResult& r : streams) {
+    if (r.token_times.empty()) return NAN;
+    begin = std::max(begin, r.token_times.front());
+    end = std::min(end, r.token_times.back());
+  }
+  int64_t tokens = 0;
+  for (const ChatStreamResult& r : streams) {
+    for (size_t k = 0; k < r.token_times.size(); ++k) {
+      if (r.token_times[k] > begin && r.token_times[k] <= end) tokens += r.token_counts[k];
+    }
+  }
+  if (!(end > begin) || tokens < 4 * static_cast<int64_t>(streams.size())) return NAN;
+  return static_cast<double>(tokens) / (end - begin);
 }
 
 }  // namespace qvl::cli

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "cli/chat_stream_client.h"
 
@@ -18,5 +19,10 @@ std::string error_message(const std::string& body);
 // latter, so with "logprobs" every generated token is seen. Returns true if this chunk carried
 // the answer's first text.
 bool read_stream_event(const std::string& data, double at, ChatStreamResult& result);
+
+// Tokens per second of all streams together while every one of them decodes: from the last
+// stream's first token to the first stream's last token (the batch's decode speed, without the
+// other streams' prefills); NaN when that window holds fewer than 4 tokens per stream.
+double steady_decode_rate(const std::vector<ChatStreamResult>& streams);
 
 }  // namespace qvl::cli

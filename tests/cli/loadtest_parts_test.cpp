@@ -81,6 +81,35 @@ TEST(StreamChunk, TokensWithoutTextAreTokenArrivals) {
   EXPECT_EQ(successive_gaps(result.token_times), (std::vector<double>{1, 1, 1}));
 }
 
+ChatStreamResult tokens_at(std::vector<double> times, std::vector<int64_t> counts = {}) {
+  ChatStreamResult r;
+  if (counts.empty()) counts.assign(times.size(), 1);
+  r.token_times = std::move(times);
+  r.token_counts = std::move(counts);
+  return r;
+}
+
+TEST(StreamChunk, SteadyDecodeRateCountsOnlyWhileEveryStreamDecodes) {
+  // Stream A decodes 1 token/s from t = 0; B's prompt ends at t = 10, then 2 tokens/s to t = 20.
+  // While both decode (10, 20]: A's 10 tokens (one chunk of 2) and B's 20 = 30 tokens in 10 s.
+  std::vector<double> a_times, b_times;
+  std::vector<int64_t> a_counts;
+  for (int t = 0; t <= 30; ++t) {
+    if (t == 15) continue;  // t = 16 carries two tokens
+    a_times.push_back(t);
+    a_counts.push_back(t == 16 ? 2 : 1);
+  }
+  for (int k = 0; k <= 20; ++k) b_times.push_back(10 + 0.5 * k);
+  const std::vector<ChatStreamResult> both = {tokens_at(a_times, a_counts), tokens_at(b_times)};
+  EXPECT_DOUBLE_EQ(steady_decode_rate(both), 3.0);
+  // One stream: its own tokens after the first.
+  EXPECT_DOUBLE_EQ(steady_decode_rate({tokens_at(b_times)}), 2.0);
+  // Streams that never decode together, or too briefly: no steady rate.
+  EXPECT_TRUE(std::isnan(steady_decode_rate({tokens_at({0, 1, 2}), tokens_at({5, 6, 7})})));
+  EXPECT_TRUE(std::isnan(steady_decode_rate({tokens_at({0, 1, 2, 3}), tokens_at({2, 3, 4})})));
+  EXPECT_TRUE(std::isnan(steady_decode_rate({tokens_at({}), tokens_at({1, 2})})));
+}
+
 TEST(StreamChunk, UsageFinishAndErrors) {
   ChatStreamResult result;
   read_stream_event(R"({"choices":[{"index":0,"delta":{},"finish_reason":"length"}]})", 1, result);
