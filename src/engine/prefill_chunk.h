@@ -3,7 +3,8 @@
 // other sequences decode) or all at once; either way each row is computed with the same
 // arithmetic (TextDecoder::forward_layers), and any chunk of kMinPrefillChunk rows or more gives
 // the same bits as any other chunking (tests/model/chunked_prefill_test.cpp): below that, matmuls
-// take the small-batch kernels, whose arithmetic differs from the GEMM's.
+// take the small-batch kernels, whose arithmetic differs from the GEMM's for bf16 weights (for
+// q8/q4 it is the same, tests/ops/batch_invariance_test.cpp).
 #pragma once
 
 #include <cstdint>
