@@ -128,19 +128,28 @@ std::vector<float> VisionEncoder::merge(const MergerWeights& w, const std::vecto
   const int64_t hid = config_.hidden_size;
   const int64_t group = config_.spatial_merge_size * config_.spatial_merge_size;
   const int64_t tokens = n / group, merged = hid * group;
-  // Patches of one 2x2 window are consecutive, so concatenation is a reinterpretation.
-  std::vector<float> normed(x.size());
-  if (w.norm_after_concat) {
-    ops::layer_norm(x.data(), w.norm.weight.data(), w.norm.bias.data(), config_.layer_norm_eps,
-                    tokens, merged, normed.data());
-  } else {
-    ops::layer_norm(x.data(), w.norm.weight.data(), w.norm.bias.data(), config_.layer_norm_eps, n,
-                    hid, normed.data());
+  // Patches of one 2x2 window are consecutive, so concatenation is a reinterpretation. Merged
+  // tokens go in row chunks (a quarter of the tower's patch chunk, >= 16 rows: the same bits as
+  // one product), so a 1024x768 image's mergers hold ~8 MB of norm and fc1 output instead of
+  // ~25 MB while the tower's activations are alive.
+  const RowChunks chunks = row_chunks(tokens, row_chunk_ / group);
+  std::vector<float> normed(static_cast<size_t>(chunks.max_rows() * merged));
+  std::vector<float> mid(normed.size()), out(tokens * config_.out_hidden_size);
+  for (int64_t c = 0; c < chunks.count; ++c) {
+    const int64_t r0 = chunks.begin(c), rows = chunks.begin(c + 1) - r0;
+    const float* in = x.data() + r0 * merged;
+    if (w.norm_after_concat) {
+      ops::layer_norm(in, w.norm.weight.data(), w.norm.bias.data(), config_.layer_norm_eps, rows,
+                      merged, normed.data());
+    } else {
+      ops::layer_norm(in, w.norm.weight.data(), w.norm.bias.data(), config_.layer_norm_eps,
+                      rows * group, hid, normed.data());
+    }
+    ops::matmul(normed.data(), rows, w.fc1.weight, w.fc1.bias.data(), mid.data());
+    ops::gelu_erf(mid.data(), rows * merged);
+    ops::matmul(mid.data(), rows, w.fc2.weight, w.fc2.bias.data(),
+                out.data() + r0 * config_.out_hidden_size);
   }
-  std::vector<float> mid(tokens * merged), out(tokens * config_.out_hidden_size);
-  ops::matmul(normed.data(), tokens, w.fc1.weight, w.fc1.bias.data(), mid.data());
-  ops::gelu_erf(mid.data(), static_cast<int64_t>(mid.size()));
-  ops::matmul(mid.data(), tokens, w.fc2.weight, w.fc2.bias.data(), out.data());
   return out;
 }
 

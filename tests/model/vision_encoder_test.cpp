@@ -30,7 +30,8 @@ TEST(VisionEncoder, RowChunksGiveTheBitsOfOneProduct) {
   const ModelConfig config = load_model_config(kTiny);
   const WeightStore store = WeightStore::open_folder(kTiny);
   const VisionConfig& c = config.vision;
-  const int64_t gh = 8, gw = 12, n = gh * gw,
+  // 64 merged tokens: the mergers' row chunks (a quarter of the patch chunk) split them too.
+  const int64_t gh = 16, gw = 16, n = gh * gw,
                 dim = c.in_channels * c.temporal_patch_size * c.patch_size * c.patch_size;
   std::vector<float> pixels(static_cast<size_t>(n * dim));
   std::mt19937 rng(3);
@@ -45,8 +46,9 @@ TEST(VisionEncoder, RowChunksGiveTheBitsOfOneProduct) {
       if (static_cast<int>(isa) > static_cast<int>(ops::best_isa())) continue;
       IsaScope scope(isa);
       const VisionOutput whole = VisionEncoder(c, w, n).encode(pixels.data(), gh, gw);
-      // 3 chunks of 32, 5 of 19-20, 6 of 16 (the smallest allowed), and a target below 16.
-      for (int64_t chunk : {32, 20, 16, 5}) {
+      // Patches: 2 chunks of 128, 4 of 64, 13 of 19-20, 16 of 16 (the smallest allowed), and a
+      // target below 16; merged tokens: 2 chunks of 32, 4 of 16 (from 64 patches down).
+      for (int64_t chunk : {128, 64, 20, 16, 5}) {
         const VisionOutput parts = VisionEncoder(c, w, chunk).encode(pixels.data(), gh, gw);
         const std::string what = std::string(ops::isa_level_name(isa)) + " " +
                                  ops::quant_type_name(w.blocks[0].qkv.weight.type()) + " chunk " +
