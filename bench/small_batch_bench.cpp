@@ -134,34 +134,25 @@ void BM_SmallBatchKernel(benchmark::State& state, kernels::QuantRunKernel kernel
 
 // ---- ops::matmul, all threads, cold weights ----
 
-void BM_SmallBatchMatmul(benchmark::State& state, QuantType type, int m, int64_t rows,
-                         int64_t cols) {
-  const ColdMatrices& w = cold_matrices(type, rows, cols);
-  const std::vector<float> x = random_x(m, cols);
-  std::vector<float> y(static_cast<size_t>(m * rows));
-  size_t next = 0;
-  const double cpu0 = process_cpu_seconds();
-  for (auto _ : state) {
-    qvl::ops::matmul(x.data(), m, w.views[next], nullptr, y.data());
-    next = next + 1 == w.views.size() ? 0 : next + 1;
-    benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-  }
-  note_counters(state, 2.0 * m * rows * cols, process_cpu_seconds() - cpu0);
-  state.counters["threads"] = qvl::ThreadPool::global().size();
-}
+// ops::matmul (the run kernels below m = 16), or the int8 GEMM (what matmul runs from m = 16) on
+// the same small batches: where it would pay to hand a small batch to it (it repacks the
+// weights on every call).
+enum class BatchPath { kMatmul, kInt8Gemm };
 
-// The int8 GEMM (what matmul runs from m = 16) on the same small batches: where it would pay to
-// hand a small batch to it (it repacks the weights on every call).
-void BM_SmallBatchGemm(benchmark::State& state, QuantType type, int m, int64_t rows, int64_t cols) {
+void BM_SmallBatch(benchmark::State& state, BatchPath path, QuantType type, int m, int64_t rows,
+                   int64_t cols) {
   const ColdMatrices& w = cold_matrices(type, rows, cols);
   const std::vector<float> x = random_x(m, cols);
   std::vector<float> y(static_cast<size_t>(m * rows));
   size_t next = 0;
   const double cpu0 = process_cpu_seconds();
   for (auto _ : state) {
-    qvl::ops::int8_gemm(qvl::ops::Int8GemmKernel::kAvx2, x.data(), m, w.views[next], nullptr,
-                        y.data());
+    if (path == BatchPath::kMatmul) {
+      qvl::ops::matmul(x.data(), m, w.views[next], nullptr, y.data());
+    } else {
+      qvl::ops::int8_gemm(qvl::ops::Int8GemmKernel::kAvx2, x.data(), m, w.views[next], nullptr,
+                          y.data());
+    }
     next = next + 1 == w.views.size() ? 0 : next + 1;
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
@@ -215,32 +206,23 @@ const int registered = [] {
                           {"down_2048x6144", QuantType::kQ4, 2048, 6144},
                           {"lm_head_151936x2048", QuantType::kQ8, 151936, 2048}};
   const std::string isa = qvl::ops::isa_level_name(qvl::ops::best_isa());
+  const auto add = [&](BatchPath path, const Shape& s, int m) {
+    const std::string name =
+        std::string(path == BatchPath::kMatmul ? "BM_SmallBatchMatmul/" : "BM_SmallBatchGemm/") +
+        s.what + "/" + qvl::ops::quant_type_name(s.type) + "/m" + std::to_string(m) + "/" + isa;
+    benchmark::RegisterBenchmark(name.c_str(), BM_SmallBatch, path, s.type, m, s.rows, s.cols)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond)
+        ->ComputeStatistics("max", max_of);
+  };
+  const bool gemm = qvl::ops::best_isa() != qvl::ops::IsaLevel::kScalar;
   for (const Shape& s : shapes) {
-    for (int m : batch) {
-      const std::string name = std::string("BM_SmallBatchMatmul/") + s.what + "/" +
-                               qvl::ops::quant_type_name(s.type) + "/m" + std::to_string(m) + "/" +
-                               isa;
-      benchmark::RegisterBenchmark(name.c_str(), BM_SmallBatchMatmul, s.type, m, s.rows, s.cols)
-          ->UseRealTime()
-          ->Unit(benchmark::kMicrosecond)
-          ->ComputeStatistics("max", max_of);
+    for (int m : {1, 2, 3, 4, 6, 8, 12, 15}) {
+      if (m > 8 && !gemm) continue;  // 12 and 15 are there to compare with the GEMM
+      add(BatchPath::kMatmul, s, m);
     }
-  }
-  if (qvl::ops::best_isa() == qvl::ops::IsaLevel::kScalar) return 0;
-  for (const Shape& s : shapes) {
-    for (int m : {4, 8, 12, 15}) {
-      for (const bool gemm : {false, true}) {
-        if (!gemm && m <= 8) continue;  // registered above
-        const std::string name = std::string(gemm ? "BM_SmallBatchGemm/" : "BM_SmallBatchMatmul/") +
-                                 s.what + "/" + qvl::ops::quant_type_name(s.type) + "/m" +
-                                 std::to_string(m) + "/" + isa;
-        benchmark::RegisterBenchmark(name.c_str(), gemm ? BM_SmallBatchGemm : BM_SmallBatchMatmul,
-                                     s.type, m, s.rows, s.cols)
-            ->UseRealTime()
-            ->Unit(benchmark::kMicrosecond)
-            ->ComputeStatistics("max", max_of);
-      }
-    }
+    if (!gemm) continue;
+    for (int m : {4, 8, 12, 15}) add(BatchPath::kInt8Gemm, s, m);
   }
   return 0;
 }();

@@ -44,9 +44,10 @@ std::string where(QuantType type, const Case& c, bool bias, const std::string& p
          std::to_string(m);
 }
 
-void check_level(IsaLevel isa) {
-  IsaScope scope(isa);
-  uint32_t seed = 500;
+// Calls check(c, type, w, bias, alone) for every case, weight type and bias or none, with x
+// [kMaxM, c.k] seeded from `seed` and alone = its rows computed one at a time.
+template <typename Check>
+void for_each_product(uint32_t seed, Check&& check) {
   for (const Case& c : kCases) {
     const auto x = random_vector(static_cast<size_t>(kMaxM * c.k), seed++, 1.0f);
     const auto wf = random_vector(static_cast<size_t>(c.n * c.k), seed++, 0.05f);
@@ -55,16 +56,25 @@ void check_level(IsaLevel isa) {
       const auto w = PackedMatrix::pack(WeightRef{WeightType::kF32, wf.data(), c.n, c.k}, type);
       for (bool with_bias : {false, true}) {
         const float* bias = with_bias ? b.data() : nullptr;
-        const auto alone = single_rows(x, w, bias);
+        check(c, type, x, w, bias, single_rows(x, w, bias));
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+void check_level(IsaLevel isa) {
+  IsaScope scope(isa);
+  for_each_product(
+      500, [&](const Case& c, QuantType type, const std::vector<float>& x, const PackedMatrix& w,
+               const float* bias, const std::vector<float>& alone) {
         for (int64_t m = 2; m <= kMaxM; ++m) {
           std::vector<float> y(static_cast<size_t>(m * c.n));
           matmul(x.data(), m, w, bias, y.data());
           ASSERT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
-              << where(type, c, with_bias, isa_level_name(isa), m);
+              << where(type, c, bias != nullptr, isa_level_name(isa), m);
         }
-      }
-    }
-  }
+      });
 }
 
 TEST(BatchInvariance, ScalarRowsAreTheSameAtEveryBatchSize) {
@@ -100,27 +110,18 @@ TEST(BatchInvariance, Avx2GemmKernelsGiveTheGemvBits) {
         "emulation only\n");
   }
   IsaScope scope(IsaLevel::kAvx2);
-  uint32_t seed = 600;
-  for (const Case& c : kCases) {
-    const auto x = random_vector(static_cast<size_t>(kMaxM * c.k), seed++, 1.0f);
-    const auto wf = random_vector(static_cast<size_t>(c.n * c.k), seed++, 0.05f);
-    const auto b = random_vector(static_cast<size_t>(c.n), seed++, 1.0f);
-    for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
-      const auto w = PackedMatrix::pack(WeightRef{WeightType::kF32, wf.data(), c.n, c.k}, type);
-      for (bool with_bias : {false, true}) {
-        const float* bias = with_bias ? b.data() : nullptr;
-        const auto alone = single_rows(x, w, bias);
+  for_each_product(
+      600, [&](const Case& c, QuantType type, const std::vector<float>& x, const PackedMatrix& w,
+               const float* bias, const std::vector<float>& alone) {
         for (Int8GemmKernel kernel : gemms) {
           for (int64_t m : {kernels::kGemmMinRows, kernels::kGemmMinRows + 5, kMaxM}) {
             std::vector<float> y(static_cast<size_t>(m * c.n));
             int8_gemm(kernel, x.data(), m, w, bias, y.data());
             ASSERT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
-                << where(type, c, with_bias, int8_gemm_kernel_name(kernel), m);
+                << where(type, c, bias != nullptr, int8_gemm_kernel_name(kernel), m);
           }
         }
-      }
-    }
-  }
+      });
 }
 
 }  // namespace
