@@ -11,6 +11,7 @@
 #include "base/mapped_file.h"
 #include "base/timer.h"
 #include "model/packed_file.h"
+#include "model/weight_matrices.h"
 #include "model/weights_util.h"
 #include "tokenizer/chat_format.h"
 
@@ -115,6 +116,10 @@ std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std
   }
   m->text_weights = load_packed_text_weights(m->config, m->store, types, head_tied);
   m->vision_weights = load_vision_weights(m->config.vision, m->store, types);
+  // The decoder's matrices are paged in now (tens of ms), not by faults on the first prompt's
+  // critical path; the vision tower's wait for the first image (page_in_vision_weights).
+  for_each_matrix(m->text_weights,
+                  [](const ops::PackedMatrix& w) { populate_pages(w.bytes(), w.size_bytes()); });
   QVL_LOG(kDebug) << "pre-packed load: header " << header_ms << " ms, configs "
                   << configs_ms - header_ms << " ms, tokenizer " << tokenizer_ms - configs_ms
                   << " ms, weights " << timer.millis() - tokenizer_ms << " ms";
@@ -185,24 +190,14 @@ int64_t loaded_weight_bytes(const LoadedModel& m) {
   const auto copy = [&](const ops::PackedMatrix& w) {
     if (w.type() != ops::QuantType::kExact) total += static_cast<int64_t>(w.size_bytes());
   };
-  for (const TextLayerWeights& l : m.text_weights.layers) {
-    for (const ops::PackedMatrix* w :
-         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-      copy(*w);
-  }
-  copy(m.text_weights.lm_head);
-  const VisionWeights& v = m.vision_weights;
-  copy(v.patch_embed);
-  for (const VisionBlockWeights& b : v.blocks) {
-    for (const LinearWeights* w : {&b.qkv, &b.proj, &b.fc1, &b.fc2}) copy(w->weight);
-  }
-  const auto copy_merger = [&](const MergerWeights& merger) {
-    copy(merger.fc1.weight);
-    copy(merger.fc2.weight);
-  };
-  copy_merger(v.merger);
-  for (const MergerWeights& merger : v.deepstack_mergers) copy_merger(merger);
+  for_each_matrix(m.text_weights, copy);
+  for_each_matrix(m.vision_weights, copy);
   return total;
+}
+
+void page_in_vision_weights(const LoadedModel& m) {
+  for_each_matrix(m.vision_weights,
+                  [](const ops::PackedMatrix& w) { populate_pages(w.bytes(), w.size_bytes()); });
 }
 
 }  // namespace qvl
