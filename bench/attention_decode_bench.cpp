@@ -1,0 +1,116 @@
+// Decode attention as the engine meets it: one query token (16 q heads on 8 kv heads of 128, the
+// 2B text model) against a paged KV cache laid out like engine/kv_pool (a page holds page_rows
+// positions of every layer, K then V per layer; pages handed out in shuffled order), one layer
+// per call, the layers in turn, so each call reads its layer's K/V from DRAM (all 28 layers: 448
+// MiB at 4K, far more than the last-level cache). Counters: GB/s (K/V bytes per second over all
+// calls), best_GB/s (the fastest call: the least disturbed on a shared machine) and pct_dram,
+// best_GB/s as a share of the machine probe's all-threads DRAM read rate (the ceiling `qvl bench`
+// reports decode attention against). x 28 it is the attention of a decode step at that context.
+// Args: context, kv type (0 f16, 1 q8).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "base/thread_pool.h"
+#include "ops/attention.h"
+#include "ops/half_convert.h"
+#include "ops/kv_q8.h"
+#include "ops/machine_probe.h"
+
+namespace {
+
+using qvl::ops::AttentionShape;
+
+constexpr int64_t kLayers = 28, kPageRows = 32;
+
+double probe_dram_rate() {
+  static const double rate = [] {
+    qvl::ops::ProbeOptions o;
+    o.threads = {qvl::ThreadPool::global().size()};
+    return qvl::ops::probe_machine(o).figures.back().dram_read_gb_per_s * 1e9;
+  }();
+  return rate;
+}
+
+void BM_DecodeAttentionPaged(benchmark::State& state) {
+  const int64_t nk = state.range(0);
+  const bool q8 = state.range(1) != 0;
+  const AttentionShape s{16, 8, 128, 1.0f / std::sqrt(128.0f)};
+  const int64_t width = s.n_kv_heads * s.head_dim;
+  const int64_t row_bytes = q8 ? qvl::ops::kv_q8_bytes(width) : width * 2;
+  const int64_t layer_bytes = kPageRows * row_bytes;  // K (or V) of one layer in a page
+  const int64_t page_bytes = 2 * kLayers * layer_bytes;
+  const int64_t pages = (nk + kPageRows - 1) / kPageRows;
+  qvl::AlignedBuffer<uint8_t> pool(static_cast<size_t>(pages * page_bytes));
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  // A few random blocks repeated (the speed does not depend on which numbers).
+  constexpr int64_t kBlocks = 7;
+  std::vector<float> rows(static_cast<size_t>(kBlocks * kPageRows * width));
+  for (auto& v : rows) v = dist(rng);
+  for (int64_t x = 0; x < pages * 2 * kLayers; ++x) {
+    const float* src = rows.data() + x % kBlocks * kPageRows * width;
+    uint8_t* dst = pool.data() + x * layer_bytes;
+    if (q8) {
+      qvl::ops::quantize_kv_q8(src, kPageRows * width, reinterpret_cast<int8_t*>(dst));
+    } else {
+      qvl::ops::f32_to_f16_row(src, kPageRows * width, reinterpret_cast<uint16_t*>(dst));
+    }
+  }
+  std::vector<int64_t> slot(static_cast<size_t>(pages));
+  for (int64_t x = 0; x < pages; ++x) slot[static_cast<size_t>(x)] = x;
+  std::shuffle(slot.begin(), slot.end(), std::mt19937(7));
+  // Page tables per layer, as PagedSequence::attend builds them.
+  std::vector<std::vector<const void*>> k_ptrs(kLayers), v_ptrs(kLayers);
+  for (int64_t l = 0; l < kLayers; ++l) {
+    for (int64_t x = 0; x < pages; ++x) {
+      const uint8_t* page = pool.data() + slot[static_cast<size_t>(x)] * page_bytes;
+      k_ptrs[static_cast<size_t>(l)].push_back(page + 2 * l * layer_bytes);
+      v_ptrs[static_cast<size_t>(l)].push_back(page + (2 * l + 1) * layer_bytes);
+    }
+  }
+  std::vector<float> q(static_cast<size_t>(s.n_heads * s.head_dim)), out(q.size());
+  for (auto& v : q) v = dist(rng);
+  const double dram = probe_dram_rate();
+  int64_t layer = 0;
+  double fastest = 1e30;
+  for (auto _ : state) {
+    qvl::ops::PagedKV kv;
+    kv.page_rows = kPageRows;
+    const auto l = static_cast<size_t>(layer);
+    if (q8) {
+      kv.k8_pages = reinterpret_cast<const int8_t* const*>(k_ptrs[l].data());
+      kv.v8_pages = reinterpret_cast<const int8_t* const*>(v_ptrs[l].data());
+    } else {
+      kv.k16_pages = reinterpret_cast<const uint16_t* const*>(k_ptrs[l].data());
+      kv.v16_pages = reinterpret_cast<const uint16_t* const*>(v_ptrs[l].data());
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    qvl::ops::attention(q.data(), 1, kv, nk, s, nk - 1, out.data());
+    fastest = std::min(
+        fastest, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    benchmark::DoNotOptimize(out.data());
+    layer = (layer + 1) % kLayers;
+  }
+  const double bytes = static_cast<double>(2 * nk * row_bytes);
+  state.counters["GB/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+  state.counters["best_GB/s"] = bytes / fastest * 1e-9;
+  state.counters["pct_dram"] = 100.0 * bytes / fastest / dram;
+  state.counters["dram_GB/s"] = dram * 1e-9;
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1) state.counters["load1"] = load[0];
+}
+BENCHMARK(BM_DecodeAttentionPaged)
+    ->ArgNames({"ctx", "q8"})
+    ->ArgsProduct({{1024, 4096}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+}  // namespace
