@@ -6,13 +6,17 @@
 // calls), best_GB/s (the fastest call: the least disturbed on a shared machine) and pct_dram,
 // best_GB/s as a share of the machine probe's all-threads DRAM read rate (the ceiling `qvl bench`
 // reports decode attention against). x 28 it is the attention of a decode step at that context.
-// Args: context, kv type (0 f16, 1 q8).
+// With threads 1 (the pool resized for the run), GB/cpu_s (bytes per CPU second of the process) is
+// the kernel's own streaming rate, steady on a loaded machine where wall times are not.
+// hot 1 calls layer 0 only (its K/V stay in the cache): the kernel's ceiling without DRAM.
+// Args: context, kv type (0 f16, 1 q8), threads (0: the default pool), hot.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <random>
 #include <vector>
 
@@ -29,18 +33,18 @@ using qvl::ops::AttentionShape;
 
 constexpr int64_t kLayers = 28, kPageRows = 32;
 
+// The probe's DRAM read rate (bytes/s) with the pool's thread count (measured once, 1 and all).
 double probe_dram_rate() {
-  static const double rate = [] {
-    qvl::ops::ProbeOptions o;
-    o.threads = {qvl::ThreadPool::global().size()};
-    return qvl::ops::probe_machine(o).figures.back().dram_read_gb_per_s * 1e9;
-  }();
-  return rate;
+  static const qvl::ops::MachineProbe probe = qvl::ops::probe_machine();
+  return probe.at(qvl::ThreadPool::global().size()).dram_read_gb_per_s * 1e9;
 }
 
 void BM_DecodeAttentionPaged(benchmark::State& state) {
   const int64_t nk = state.range(0);
   const bool q8 = state.range(1) != 0;
+  const int threads = static_cast<int>(state.range(2));
+  const int64_t layers_called = state.range(3) != 0 ? 1 : kLayers;
+  if (threads > 0) qvl::ThreadPool::set_global_threads(threads);
   const AttentionShape s{16, 8, 128, 1.0f / std::sqrt(128.0f)};
   const int64_t width = s.n_kv_heads * s.head_dim;
   const int64_t row_bytes = q8 ? qvl::ops::kv_q8_bytes(width) : width * 2;
@@ -80,6 +84,8 @@ void BM_DecodeAttentionPaged(benchmark::State& state) {
   const double dram = probe_dram_rate();
   int64_t layer = 0;
   double fastest = 1e30;
+  timespec c0{}, c1{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
   for (auto _ : state) {
     qvl::ops::PagedKV kv;
     kv.page_rows = kPageRows;
@@ -96,9 +102,13 @@ void BM_DecodeAttentionPaged(benchmark::State& state) {
     fastest = std::min(
         fastest, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     benchmark::DoNotOptimize(out.data());
-    layer = (layer + 1) % kLayers;
+    layer = (layer + 1) % layers_called;
   }
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+  const double cpu = static_cast<double>(c1.tv_sec - c0.tv_sec) +
+                     1e-9 * static_cast<double>(c1.tv_nsec - c0.tv_nsec);
   const double bytes = static_cast<double>(2 * nk * row_bytes);
+  state.counters["GB/cpu_s"] = bytes * static_cast<double>(state.iterations()) / cpu * 1e-9;
   state.counters["GB/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate,
                                               benchmark::Counter::kIs1000);
   state.counters["best_GB/s"] = bytes / fastest * 1e-9;
@@ -106,10 +116,13 @@ void BM_DecodeAttentionPaged(benchmark::State& state) {
   state.counters["dram_GB/s"] = dram * 1e-9;
   double load[1] = {0};
   if (getloadavg(load, 1) == 1) state.counters["load1"] = load[0];
+  if (threads > 0) qvl::ThreadPool::set_global_threads(0);
 }
 BENCHMARK(BM_DecodeAttentionPaged)
-    ->ArgNames({"ctx", "q8"})
-    ->ArgsProduct({{1024, 4096}, {0, 1}})
+    ->ArgNames({"ctx", "q8", "threads", "hot"})
+    ->ArgsProduct({{1024, 4096}, {0, 1}, {0, 1}, {0}})
+    ->Args({1024, 0, 1, 1})
+    ->Args({1024, 1, 1, 1})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
