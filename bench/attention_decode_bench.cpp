@@ -39,19 +39,23 @@ double probe_dram_rate() {
   return probe.at(qvl::ThreadPool::global().size()).dram_read_gb_per_s * 1e9;
 }
 
-void BM_DecodeAttentionPaged(benchmark::State& state) {
-  const int64_t nk = state.range(0);
-  const bool q8 = state.range(1) != 0;
-  const int threads = static_cast<int>(state.range(2));
-  const int64_t layers_called = state.range(3) != 0 ? 1 : kLayers;
-  if (threads > 0) qvl::ThreadPool::set_global_threads(threads);
-  const AttentionShape s{16, 8, 128, 1.0f / std::sqrt(128.0f)};
-  const int64_t width = s.n_kv_heads * s.head_dim;
-  const int64_t row_bytes = q8 ? qvl::ops::kv_q8_bytes(width) : width * 2;
-  const int64_t layer_bytes = kPageRows * row_bytes;  // K (or V) of one layer in a page
+// The KV pool of 28 layers at context nk, laid out like engine/kv_pool, and its page tables.
+struct PagedCache {
+  PagedCache(int64_t nk, bool q8);
+  qvl::ops::PagedKV layer(int64_t l) const;
+  int64_t nk, row_bytes, layer_bytes;
+  bool q8;
+  qvl::AlignedBuffer<uint8_t> pool;
+  std::vector<std::vector<const void*>> k_ptrs, v_ptrs;
+};
+
+PagedCache::PagedCache(int64_t nk_, bool q8_) : nk(nk_), q8(q8_) {
+  const int64_t width = 8 * 128;
+  row_bytes = q8 ? qvl::ops::kv_q8_bytes(width) : width * 2;
+  layer_bytes = kPageRows * row_bytes;  // K (or V) of one layer in a page
   const int64_t page_bytes = 2 * kLayers * layer_bytes;
   const int64_t pages = (nk + kPageRows - 1) / kPageRows;
-  qvl::AlignedBuffer<uint8_t> pool(static_cast<size_t>(pages * page_bytes));
+  pool = qvl::AlignedBuffer<uint8_t>(static_cast<size_t>(pages * page_bytes));
   std::mt19937 rng(11);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   // A few random blocks repeated (the speed does not depend on which numbers).
@@ -71,7 +75,8 @@ void BM_DecodeAttentionPaged(benchmark::State& state) {
   for (int64_t x = 0; x < pages; ++x) slot[static_cast<size_t>(x)] = x;
   std::shuffle(slot.begin(), slot.end(), std::mt19937(7));
   // Page tables per layer, as PagedSequence::attend builds them.
-  std::vector<std::vector<const void*>> k_ptrs(kLayers), v_ptrs(kLayers);
+  k_ptrs.resize(kLayers);
+  v_ptrs.resize(kLayers);
   for (int64_t l = 0; l < kLayers; ++l) {
     for (int64_t x = 0; x < pages; ++x) {
       const uint8_t* page = pool.data() + slot[static_cast<size_t>(x)] * page_bytes;
@@ -79,6 +84,33 @@ void BM_DecodeAttentionPaged(benchmark::State& state) {
       v_ptrs[static_cast<size_t>(l)].push_back(page + (2 * l + 1) * layer_bytes);
     }
   }
+}
+
+qvl::ops::PagedKV PagedCache::layer(int64_t l) const {
+  qvl::ops::PagedKV kv;
+  kv.page_rows = kPageRows;
+  const auto i = static_cast<size_t>(l);
+  if (q8) {
+    kv.k8_pages = reinterpret_cast<const int8_t* const*>(k_ptrs[i].data());
+    kv.v8_pages = reinterpret_cast<const int8_t* const*>(v_ptrs[i].data());
+  } else {
+    kv.k16_pages = reinterpret_cast<const uint16_t* const*>(k_ptrs[i].data());
+    kv.v16_pages = reinterpret_cast<const uint16_t* const*>(v_ptrs[i].data());
+  }
+  return kv;
+}
+
+void BM_DecodeAttentionPaged(benchmark::State& state) {
+  const int64_t nk = state.range(0);
+  const bool q8 = state.range(1) != 0;
+  const int threads = static_cast<int>(state.range(2));
+  if (threads > 0) qvl::ThreadPool::set_global_threads(threads);
+  const int64_t layers_called = state.range(3) != 0 ? 1 : kLayers;
+  const AttentionShape s{16, 8, 128, 1.0f / std::sqrt(128.0f)};
+  const PagedCache cache(nk, q8);
+  const int64_t row_bytes = cache.row_bytes;
+  std::mt19937 rng(12);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> q(static_cast<size_t>(s.n_heads * s.head_dim)), out(q.size());
   for (auto& v : q) v = dist(rng);
   const double dram = probe_dram_rate();
@@ -87,16 +119,7 @@ void BM_DecodeAttentionPaged(benchmark::State& state) {
   timespec c0{}, c1{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
   for (auto _ : state) {
-    qvl::ops::PagedKV kv;
-    kv.page_rows = kPageRows;
-    const auto l = static_cast<size_t>(layer);
-    if (q8) {
-      kv.k8_pages = reinterpret_cast<const int8_t* const*>(k_ptrs[l].data());
-      kv.v8_pages = reinterpret_cast<const int8_t* const*>(v_ptrs[l].data());
-    } else {
-      kv.k16_pages = reinterpret_cast<const uint16_t* const*>(k_ptrs[l].data());
-      kv.v16_pages = reinterpret_cast<const uint16_t* const*>(v_ptrs[l].data());
-    }
+    const qvl::ops::PagedKV kv = cache.layer(layer);
     const auto t0 = std::chrono::steady_clock::now();
     qvl::ops::attention(q.data(), 1, kv, nk, s, nk - 1, out.data());
     fastest = std::min(
@@ -123,6 +146,75 @@ BENCHMARK(BM_DecodeAttentionPaged)
     ->ArgsProduct({{1024, 4096}, {0, 1}, {0, 1}, {0}})
     ->Args({1024, 0, 1, 1})
     ->Args({1024, 1, 1, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+}  // namespace
+
+namespace {
+
+// Sums a layer's K and V pages with every pool thread (pages split between them): a plain read
+// of the same bytes in the same layout.
+uint64_t read_layer(const PagedCache& c, int64_t l) {
+  const auto& kp = c.k_ptrs[static_cast<size_t>(l)];
+  const auto& vp = c.v_ptrs[static_cast<size_t>(l)];
+  const size_t pages = kp.size();
+  const size_t words = static_cast<size_t>(c.layer_bytes) / sizeof(uint64_t);
+  std::vector<uint64_t> sums(2 * pages);
+  qvl::ThreadPool::global().parallel_for(2 * pages, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) {
+      const auto* w = static_cast<const uint64_t*>(i < pages ? kp[i] : vp[i - pages]);
+      uint64_t acc[8] = {};
+      for (size_t x = 0; x < words; x += 8) {
+        for (int y = 0; y < 8; ++y) acc[y] += w[x + static_cast<size_t>(y)];
+      }
+      sums[i] = acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];
+    }
+  });
+  uint64_t total = 0;
+  for (const uint64_t x : sums) total += x;
+  return total;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Each step calls the attention on one layer, then reads the next layer's K/V plainly: both see
+// the same machine at nearly the same moment, so pct_read (the attention's median rate against
+// the read's) is the attention's share of what this layout can stream now, steady where the
+// machine is shared and the absolute rates are not. Args: context, kv type (0 f16, 1 q8).
+void BM_DecodeAttentionPagedVsRead(benchmark::State& state) {
+  const int64_t nk = state.range(0);
+  const PagedCache cache(nk, state.range(1) != 0);
+  const AttentionShape s{16, 8, 128, 1.0f / std::sqrt(128.0f)};
+  std::vector<float> q(static_cast<size_t>(s.n_heads * s.head_dim), 0.5f), out(q.size());
+  std::vector<double> attend_s, read_s;
+  int64_t layer = 0;
+  for (auto _ : state) {
+    const qvl::ops::PagedKV kv = cache.layer(layer);
+    const auto t0 = std::chrono::steady_clock::now();
+    qvl::ops::attention(q.data(), 1, kv, nk, s, nk - 1, out.data());
+    const auto t1 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(read_layer(cache, (layer + 1) % kLayers));
+    const auto t2 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(out.data());
+    attend_s.push_back(std::chrono::duration<double>(t1 - t0).count());
+    read_s.push_back(std::chrono::duration<double>(t2 - t1).count());
+    layer = (layer + 2) % kLayers;
+  }
+  const double bytes = static_cast<double>(2 * nk * cache.row_bytes);
+  const double attend = bytes / median(attend_s), read = bytes / median(read_s);
+  state.counters["attn_GB/s"] = attend * 1e-9;
+  state.counters["read_GB/s"] = read * 1e-9;
+  state.counters["pct_read"] = 100.0 * attend / read;
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1) state.counters["load1"] = load[0];
+}
+BENCHMARK(BM_DecodeAttentionPagedVsRead)
+    ->ArgNames({"ctx", "q8"})
+    ->ArgsProduct({{1024, 4096}, {0, 1}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
