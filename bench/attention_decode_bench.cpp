@@ -26,6 +26,7 @@
 #include "ops/half_convert.h"
 #include "ops/kv_q8.h"
 #include "ops/machine_probe.h"
+#include "ops/machine_probe_kernels.h"
 
 namespace {
 
@@ -153,22 +154,20 @@ BENCHMARK(BM_DecodeAttentionPaged)
 
 namespace {
 
-// Sums a layer's K and V pages with every pool thread (pages split between them): a plain read
-// of the same bytes in the same layout.
+// Reads a layer's K and V pages with every pool thread (pages split between them) with the
+// machine probe's read loop: a plain read of the same bytes in the same layout.
 uint64_t read_layer(const PagedCache& c, int64_t l) {
   const auto& kp = c.k_ptrs[static_cast<size_t>(l)];
   const auto& vp = c.v_ptrs[static_cast<size_t>(l)];
   const size_t pages = kp.size();
-  const size_t words = static_cast<size_t>(c.layer_bytes) / sizeof(uint64_t);
+  const auto read = qvl::ops::active_isa() >= qvl::ops::IsaLevel::kAvx2
+                        ? qvl::ops::probe_kernels::read_sum_avx2
+                        : qvl::ops::probe_kernels::read_sum_scalar;
   std::vector<uint64_t> sums(2 * pages);
   qvl::ThreadPool::global().parallel_for(2 * pages, [&](size_t b, size_t e) {
     for (size_t i = b; i < e; ++i) {
-      const auto* w = static_cast<const uint64_t*>(i < pages ? kp[i] : vp[i - pages]);
-      uint64_t acc[8] = {};
-      for (size_t x = 0; x < words; x += 8) {
-        for (int y = 0; y < 8; ++y) acc[y] += w[x + static_cast<size_t>(y)];
-      }
-      sums[i] = acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];
+      const auto* page = static_cast<const uint8_t*>(i < pages ? kp[i] : vp[i - pages]);
+      sums[i] = read(page, static_cast<size_t>(c.layer_bytes));
     }
   });
   uint64_t total = 0;
