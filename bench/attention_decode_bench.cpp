@@ -183,7 +183,8 @@ double median(std::vector<double> v) {
 // Each step calls the attention on one layer, then reads the next layer's K/V plainly: both see
 // the same machine at nearly the same moment, so pct_read (the attention's median rate against
 // the read's) is the attention's share of what this layout can stream now, steady where the
-// machine is shared and the absolute rates are not. Args: context, kv type (0 f16, 1 q8).
+// machine is shared and the absolute rates are not. 1280 is an odd number of spans (over two
+// threads). Args: context, kv type (0 f16, 1 q8).
 void BM_DecodeAttentionPagedVsRead(benchmark::State& state) {
   const int64_t nk = state.range(0);
   const PagedCache cache(nk, state.range(1) != 0);
@@ -213,7 +214,7 @@ void BM_DecodeAttentionPagedVsRead(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeAttentionPagedVsRead)
     ->ArgNames({"ctx", "q8"})
-    ->ArgsProduct({{1024, 4096}, {0, 1}})
+    ->ArgsProduct({{1024, 1280, 4096}, {0, 1}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
