@@ -39,25 +39,29 @@ void decode_attention(IsaLevel isa, const Problem& p) {
   // The last query sees the most keys; causal rows always see at least their own position.
   const int64_t keys = p.causal_offset >= 0 ? std::min(p.nk, p.causal_offset + p.nq) : p.nk;
   const int64_t spans = (keys + kDecodeSpan - 1) / kDecodeSpan;
-  // Whole positions (every kv head) stream best; heads are split only so that each thread gets
-  // about two tasks when the spans are few. The split changes no result bit.
+  // Whole positions (every kv head) stream best, so most tasks are a whole span. Spans that would
+  // leave the threads uneven (the last spans % threads of them: an odd count over two threads, or
+  // a context just past a multiple of the span) are cut into one run of kv heads per thread
+  // instead, handed out last to even out the finish. The split changes no result bit.
   const int64_t threads = ThreadPool::global().size();
-  int64_t runs = 1;
-  while (runs < s.n_kv_heads && spans * runs < 2 * threads) ++runs;
-  const int64_t heads_per_run = (s.n_kv_heads + runs - 1) / runs;
-  runs = (s.n_kv_heads + heads_per_run - 1) / heads_per_run;
+  const int64_t whole = spans >= threads ? spans - spans % threads : 0;
+  const int64_t heads_per_run = (s.n_kv_heads + threads - 1) / threads;
+  const int64_t runs = (s.n_kv_heads + heads_per_run - 1) / heads_per_run;
+  const int64_t tasks = whole + (spans - whole) * runs;
 
   const int64_t stride = d + 2;
   const int64_t span_floats = s.n_kv_heads * rows * stride;
   AlignedBuffer<float> states(static_cast<size_t>(spans * span_floats));
   const auto kernel = isa == IsaLevel::kAvx512 ? decode_span_avx512 : decode_span_avx2;
-  ThreadPool::global().parallel_for(static_cast<size_t>(spans * runs), [&](size_t b, size_t e) {
-    AlignedBuffer<float> scratch(static_cast<size_t>(heads_per_run * rows * kDecodeScoreStride));
-    for (size_t t = b; t < e; ++t) {
-      const int64_t span = static_cast<int64_t>(t) / runs, run = static_cast<int64_t>(t) % runs;
+  ThreadPool::global().parallel_for(static_cast<size_t>(tasks), [&](size_t b, size_t e) {
+    AlignedBuffer<float> scratch(static_cast<size_t>(s.n_kv_heads * rows * kDecodeScoreStride));
+    for (size_t index = b; index < e; ++index) {
+      const auto t = static_cast<int64_t>(index);
+      const int64_t span = t < whole ? t : whole + (t - whole) / runs;
       DecodeTask task;
-      task.kvh_begin = run * heads_per_run;
-      task.kvh_end = std::min(s.n_kv_heads, task.kvh_begin + heads_per_run);
+      task.kvh_begin = t < whole ? 0 : (t - whole) % runs * heads_per_run;
+      task.kvh_end =
+          t < whole ? s.n_kv_heads : std::min(s.n_kv_heads, task.kvh_begin + heads_per_run);
       task.j0 = span * kDecodeSpan;
       task.j1 = std::min(keys, task.j0 + kDecodeSpan);
       task.state = states.data() + span * span_floats;

@@ -1,0 +1,221 @@
+// Decode attention as the engine meets it: one query token (16 q heads on 8 kv heads of 128, the
+// 2B text model) against a paged KV cache laid out like engine/kv_pool (a page holds page_rows
+// positions of every layer, K then V per layer; pages handed out in shuffled order), one layer
+// per call, the layers in turn, so each call reads its layer's K/V from DRAM (all 28 layers: 448
+// MiB at 4K, far more than the last-level cache). Counters: GB/s (K/V bytes per second over all
+// calls), best_GB/s (the fastest call: the least disturbed on a shared machine) and pct_dram,
+// best_GB/s as a share of the machine probe's all-threads DRAM read rate (the ceiling `qvl bench`
+// reports decode attention against). x 28 it is the attention of a decode step at that context.
+// With threads 1 (the pool resized for the run), GB/cpu_s (bytes per CPU second of the process) is
+// the kernel's own streaming rate, steady on a loaded machine where wall times are not.
+// hot 1 calls layer 0 only (its K/V stay in the cache): the kernel's ceiling without DRAM.
+// Args: context, kv type (0 f16, 1 q8), threads (0: the default pool), hot.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <random>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "base/thread_pool.h"
+#include "ops/attention.h"
+#include "ops/half_convert.h"
+#include "ops/kv_q8.h"
+#include "ops/machine_probe.h"
+#include "ops/machine_probe_kernels.h"
+
+namespace {
+
+using qvl::ops::AttentionShape;
+
+constexpr int64_t kLayers = 28, kPageRows = 32;
+
+// The probe's DRAM read rate (bytes/s) with the pool's thread count (measured once, 1 and all).
+double probe_dram_rate() {
+  static const qvl::ops::MachineProbe probe = qvl::ops::probe_machine();
+  return probe.at(qvl::ThreadPool::global().size()).dram_read_gb_per_s * 1e9;
+}
+
+// The KV pool of 28 layers at context nk, laid out like engine/kv_pool, and its page tables.
+struct PagedCache {
+  PagedCache(int64_t nk, bool q8);
+  qvl::ops::PagedKV layer(int64_t l) const;
+  int64_t nk, row_bytes, layer_bytes;
+  bool q8;
+  qvl::AlignedBuffer<uint8_t> pool;
+  std::vector<std::vector<const void*>> k_ptrs, v_ptrs;
+};
+
+PagedCache::PagedCache(int64_t nk_, bool q8_) : nk(nk_), q8(q8_) {
+  const int64_t width = 8 * 128;
+  row_bytes = q8 ? qvl::ops::kv_q8_bytes(width) : width * 2;
+  layer_bytes = kPageRows * row_bytes;  // K (or V) of one layer in a page
+  const int64_t page_bytes = 2 * kLayers * layer_bytes;
+  const int64_t pages = (nk + kPageRows - 1) / kPageRows;
+  pool = qvl::AlignedBuffer<uint8_t>(static_cast<size_t>(pages * page_bytes));
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  // A few random blocks repeated (the speed does not depend on which numbers).
+  constexpr int64_t kBlocks = 7;
+  std::vector<float> rows(static_cast<size_t>(kBlocks * kPageRows * width));
+  for (auto& v : rows) v = dist(rng);
+  for (int64_t x = 0; x < pages * 2 * kLayers; ++x) {
+    const float* src = rows.data() + x % kBlocks * kPageRows * width;
+    uint8_t* dst = pool.data() + x * layer_bytes;
+    if (q8) {
+      qvl::ops::quantize_kv_q8(src, kPageRows * width, reinterpret_cast<int8_t*>(dst));
+    } else {
+      qvl::ops::f32_to_f16_row(src, kPageRows * width, reinterpret_cast<uint16_t*>(dst));
+    }
+  }
+  std::vector<int64_t> slot(static_cast<size_t>(pages));
+  for (int64_t x = 0; x < pages; ++x) slot[static_cast<size_t>(x)] = x;
+  std::shuffle(slot.begin(), slot.end(), std::mt19937(7));
+  // Page tables per layer, as PagedSequence::attend builds them.
+  k_ptrs.resize(kLayers);
+  v_ptrs.resize(kLayers);
+  for (int64_t l = 0; l < kLayers; ++l) {
+    for (int64_t x = 0; x < pages; ++x) {
+      const uint8_t* page = pool.data() + slot[static_cast<size_t>(x)] * page_bytes;
+      k_ptrs[static_cast<size_t>(l)].push_back(page + 2 * l * layer_bytes);
+      v_ptrs[static_cast<size_t>(l)].push_back(page + (2 * l + 1) * layer_bytes);
+    }
+  }
+}
+
+qvl::ops::PagedKV PagedCache::layer(int64_t l) const {
+  qvl::ops::PagedKV kv;
+  kv.page_rows = kPageRows;
+  const auto i = static_cast<size_t>(l);
+  if (q8) {
+    kv.k8_pages = reinterpret_cast<const int8_t* const*>(k_ptrs[i].data());
+    kv.v8_pages = reinterpret_cast<const int8_t* const*>(v_ptrs[i].data());
+  } else {
+    kv.k16_pages = reinterpret_cast<const uint16_t* const*>(k_ptrs[i].data());
+    kv.v16_pages = reinterpret_cast<const uint16_t* const*>(v_ptrs[i].data());
+  }
+  return kv;
+}
+
+void BM_DecodeAttentionPaged(benchmark::State& state) {
+  const int64_t nk = state.range(0);
+  const bool q8 = state.range(1) != 0;
+  const int threads = static_cast<int>(state.range(2));
+  if (threads > 0) qvl::ThreadPool::set_global_threads(threads);
+  const int64_t layers_called = state.range(3) != 0 ? 1 : kLayers;
+  const AttentionShape s{16, 8, 128, 1.0f / std::sqrt(128.0f)};
+  const PagedCache cache(nk, q8);
+  const int64_t row_bytes = cache.row_bytes;
+  std::mt19937 rng(12);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> q(static_cast<size_t>(s.n_heads * s.head_dim)), out(q.size());
+  for (auto& v : q) v = dist(rng);
+  const double dram = probe_dram_rate();
+  int64_t layer = 0;
+  double fastest = 1e30;
+  timespec c0{}, c1{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+  for (auto _ : state) {
+    const qvl::ops::PagedKV kv = cache.layer(layer);
+    const auto t0 = std::chrono::steady_clock::now();
+    qvl::ops::attention(q.data(), 1, kv, nk, s, nk - 1, out.data());
+    fastest = std::min(
+        fastest, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    benchmark::DoNotOptimize(out.data());
+    layer = (layer + 1) % layers_called;
+  }
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+  const double cpu = static_cast<double>(c1.tv_sec - c0.tv_sec) +
+                     1e-9 * static_cast<double>(c1.tv_nsec - c0.tv_nsec);
+  const double bytes = static_cast<double>(2 * nk * row_bytes);
+  state.counters["GB/cpu_s"] = bytes * static_cast<double>(state.iterations()) / cpu * 1e-9;
+  state.counters["GB/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+  state.counters["best_GB/s"] = bytes / fastest * 1e-9;
+  state.counters["pct_dram"] = 100.0 * bytes / fastest / dram;
+  state.counters["dram_GB/s"] = dram * 1e-9;
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1) state.counters["load1"] = load[0];
+  if (threads > 0) qvl::ThreadPool::set_global_threads(0);
+}
+BENCHMARK(BM_DecodeAttentionPaged)
+    ->ArgNames({"ctx", "q8", "threads", "hot"})
+    ->ArgsProduct({{1024, 4096}, {0, 1}, {0, 1}, {0}})
+    ->Args({1024, 0, 1, 1})
+    ->Args({1024, 1, 1, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+}  // namespace
+
+namespace {
+
+// Reads a layer's K and V pages with every pool thread (pages split between them) with the
+// machine probe's read loop: a plain read of the same bytes in the same layout.
+uint64_t read_layer(const PagedCache& c, int64_t l) {
+  const auto& kp = c.k_ptrs[static_cast<size_t>(l)];
+  const auto& vp = c.v_ptrs[static_cast<size_t>(l)];
+  const size_t pages = kp.size();
+  const auto read = qvl::ops::active_isa() >= qvl::ops::IsaLevel::kAvx2
+                        ? qvl::ops::probe_kernels::read_sum_avx2
+                        : qvl::ops::probe_kernels::read_sum_scalar;
+  std::vector<uint64_t> sums(2 * pages);
+  qvl::ThreadPool::global().parallel_for(2 * pages, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) {
+      const auto* page = static_cast<const uint8_t*>(i < pages ? kp[i] : vp[i - pages]);
+      sums[i] = read(page, static_cast<size_t>(c.layer_bytes));
+    }
+  });
+  uint64_t total = 0;
+  for (const uint64_t x : sums) total += x;
+  return total;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Each step calls the attention on one layer, then reads the next layer's K/V plainly: both see
+// the same machine at nearly the same moment, so pct_read (the attention's median rate against
+// the read's) is the attention's share of what this layout can stream now, steady where the
+// machine is shared and the absolute rates are not. 1280 is an odd number of spans (over two
+// threads). Args: context, kv type (0 f16, 1 q8).
+void BM_DecodeAttentionPagedVsRead(benchmark::State& state) {
+  const int64_t nk = state.range(0);
+  const PagedCache cache(nk, state.range(1) != 0);
+  const AttentionShape s{16, 8, 128, 1.0f / std::sqrt(128.0f)};
+  std::vector<float> q(static_cast<size_t>(s.n_heads * s.head_dim), 0.5f), out(q.size());
+  std::vector<double> attend_s, read_s;
+  int64_t layer = 0;
+  for (auto _ : state) {
+    const qvl::ops::PagedKV kv = cache.layer(layer);
+    const auto t0 = std::chrono::steady_clock::now();
+    qvl::ops::attention(q.data(), 1, kv, nk, s, nk - 1, out.data());
+    const auto t1 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(read_layer(cache, (layer + 1) % kLayers));
+    const auto t2 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(out.data());
+    attend_s.push_back(std::chrono::duration<double>(t1 - t0).count());
+    read_s.push_back(std::chrono::duration<double>(t2 - t1).count());
+    layer = (layer + 2) % kLayers;
+  }
+  const double bytes = static_cast<double>(2 * nk * cache.row_bytes);
+  const double attend = bytes / median(attend_s), read = bytes / median(read_s);
+  state.counters["attn_GB/s"] = attend * 1e-9;
+  state.counters["read_GB/s"] = read * 1e-9;
+  state.counters["pct_read"] = 100.0 * attend / read;
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1) state.counters["load1"] = load[0];
+}
+BENCHMARK(BM_DecodeAttentionPagedVsRead)
+    ->ArgNames({"ctx", "q8"})
+    ->ArgsProduct({{1024, 1280, 4096}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+}  // namespace
