@@ -16,36 +16,7 @@
 namespace qvl::ops::kernels {
 namespace {
 
-constexpr int kTileX = 12;  // x rows per tile
-constexpr int kStrip = 32;  // weight rows per strip
-
-void tile(const void* x_panel, const void* w_strip, int64_t depth, float* y, int64_t ldy,
-          bool accumulate) {
-  const auto* x = static_cast<const float*>(x_panel);
-  const auto* w = static_cast<const float*>(w_strip);
-  __m512 acc[kTileX][2];
-#pragma GCC unroll 12
-  for (int i = 0; i < kTileX; ++i) {
-    acc[i][0] = accumulate ? _mm512_loadu_ps(y + i * ldy) : _mm512_setzero_ps();
-    acc[i][1] = accumulate ? _mm512_loadu_ps(y + i * ldy + 16) : _mm512_setzero_ps();
-  }
-#pragma GCC unroll 2
-  for (int64_t kk = 0; kk < depth; ++kk) {
-    const __m512 w0 = _mm512_load_ps(w + kk * kStrip);
-    const __m512 w1 = _mm512_load_ps(w + kk * kStrip + 16);
-#pragma GCC unroll 12
-    for (int i = 0; i < kTileX; ++i) {
-      const __m512 b = _mm512_set1_ps(x[kk * kTileX + i]);
-      acc[i][0] = _mm512_fmadd_ps(b, w0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(b, w1, acc[i][1]);
-    }
-  }
-#pragma GCC unroll 12
-  for (int i = 0; i < kTileX; ++i) {
-    _mm512_storeu_ps(y + i * ldy, acc[i][0]);
-    _mm512_storeu_ps(y + i * ldy + 16, acc[i][1]);
-  }
-}
+#include "ops/packed_gemm_avx512_tile.inc"
 
 }  // namespace
 
