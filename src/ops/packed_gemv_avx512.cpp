@@ -32,23 +32,13 @@ inline void prefetch(const uint8_t* p) {
 }  // namespace
 
 void bf16_run_avx512(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out) {
-  const auto* xb = static_cast<const uint8_t*>(x);
-  // Small batches one group at a time: 4 x rows x 4 weight rows of accumulators already.
-  for_run_shapes<4, 4, 1>(w, nx, out, [&]<int G, int X>(const GroupRun& part, int i0, float* o) {
-    bf16_rows<G, X>(part, xb + i0 * x_stride, x_stride, o);
-  });
+  bf16_run(w, x, x_stride, nx, out);
 }
-
 void q8_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out) {
-  for_run_shapes<4, 4, 2>(w, nx, out, [&]<int G, int X>(const GroupRun& part, int i0, float* o) {
-    quant_rows<Q8Format, G, X>(part, quant_rows_from(x, i0), o);
-  });
+  quant_run<Q8Format>(w, x, nx, out);
 }
-
 void q4_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out) {
-  for_run_shapes<4, 4, 2>(w, nx, out, [&]<int G, int X>(const GroupRun& part, int i0, float* o) {
-    quant_rows<Q4Format, G, X>(part, quant_rows_from(x, i0), o);
-  });
+  quant_run<Q4Format>(w, x, nx, out);
 }
 
 }  // namespace qvl::ops::kernels
