@@ -2,7 +2,8 @@
 // rows, 4 columns per 32-bit lane), 512-bit vpdpbusd into int32 with the operand choice of the
 // AVX-VNNI kernels (q8: x + 128 times w, less 128 * sum(w); q4: nibble q + 8 times x, less
 // 8 * sum(x); see int8_gemm_avxvnni.cpp). The fp32 outputs stay in registers for the whole chunk
-// (12 int32 + 12 fp32 accumulators of the 32 registers).
+// (12 int32 + 12 fp32 accumulators of the 32 registers). The tile is in int8_gemm_avx512_tile.inc,
+// also run on a scalar model of AVX-512 in the tests.
 // Called only when the CPU has the IsaLevel::kAvx512 set; no shared inline functions.
 // GCC 12's AVX-512 headers self-initialise "undefined" vectors (__Y = __Y), which -Werror rejects
 // once inlined here: a false positive.

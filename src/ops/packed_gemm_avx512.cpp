@@ -2,7 +2,8 @@
 // register tile, 12 x rows broadcast against a strip of 32 weight rows held in two zmm: 24
 // accumulators + 2 weight vectors + 1 broadcast of the 32 zmm registers, 24 FMAs per 14 loads.
 // Weight strips and x panels are packed by the shared fp32 packers.
-// Called only when the CPU has the AVX-512 level (see best_isa); no shared inline functions.
+// The kernel code is in packed_gemm_avx512_tile.inc, also run on a scalar model of AVX-512 in the
+// tests. Called only when the CPU has the AVX-512 level (see best_isa); no shared inline functions.
 // GCC 12's AVX-512 headers self-initialise "undefined" vectors (__Y = __Y), which -Werror rejects
 // once inlined here: a false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"

@@ -13,9 +13,10 @@
 // So acc lane j += w[j][2q] x[i][2q] + w[j][2q+1] x[i][2q+1]: x row i against weight row j, as in
 // the fp32 tile. Tile: 12 x rows x 32 weight rows (24 accumulators + 2 strip vectors + 1
 // broadcast).
-// Called only when the CPU has the AVX-512 level (see best_isa); no shared inline functions.
-// GCC 12's AVX-512 headers self-initialise "undefined" vectors (__Y = __Y), which -Werror rejects
-// once inlined here: a false positive.
+// The kernel code is in packed_gemm_bf16_avx512_tile.inc, also run on a scalar model of AVX-512 in
+// the tests. Called only when the CPU has the AVX-512 level (see best_isa); no shared inline
+// functions. GCC 12's AVX-512 headers self-initialise "undefined" vectors (__Y = __Y), which
+// -Werror rejects once inlined here: a false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>

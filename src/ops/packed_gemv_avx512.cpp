@@ -3,11 +3,11 @@
 // instantiate any inline function from a shared header.
 //
 // Templates over G groups x X rows of x whose arithmetic for one (x row, group) pair is the same
-// for every G and X (batch invariance); the GEMV shares each x block across G groups. q8/q4 live
-// in packed_gemv_avx512_quant.inc (also run on a scalar model of AVX-512 in the tests); they
-// reproduce the int8 GEMM's rows bit for bit.
-// GCC 12's AVX-512 headers self-initialise "undefined" vectors (__Y = __Y), which -Werror rejects
-// once inlined here: a false positive.
+// for every G and X (batch invariance); the GEMV shares each x block across G groups. They live in
+// fragments also run on a scalar model of AVX-512 in the tests: bf16 in
+// packed_gemv_avx512_bf16.inc, q8/q4 in packed_gemv_avx512_quant.inc (they reproduce the int8
+// GEMM's rows bit for bit). GCC 12's AVX-512 headers self-initialise "undefined" vectors (__Y =
+// __Y), which -Werror rejects once inlined here: a false positive.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
