@@ -199,11 +199,10 @@ bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
   return false;
 }
 
-void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMatrix& w,
-               const float* bias, float* y) {
-  QVL_CHECK(w.type() == QuantType::kQ8 || w.type() == QuantType::kQ4);
-  QVL_CHECK(cpu_runs_int8_gemm_kernel(kernel));
-  const kernels::Int8KernelInfo info = kernel_info(kernel, w.type());
+namespace {
+
+void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t m,
+                   const PackedMatrix& w, const float* bias, float* y) {
   const bool q8 = w.type() == QuantType::kQ8;
   const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
   quantize_x(x, m, k, info.depth, info.x_layout);
@@ -262,6 +261,24 @@ void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMat
       }
     }
   });
+}
+
+}  // namespace
+
+void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMatrix& w,
+               const float* bias, float* y) {
+  QVL_CHECK(w.type() == QuantType::kQ8 || w.type() == QuantType::kQ4);
+  QVL_CHECK(cpu_runs_int8_gemm_kernel(kernel));
+  run_int8_gemm(kernel_info(kernel, w.type()), x, m, w, bias, y);
+}
+
+void int8_gemm_with_tile(Int8GemmKernel kernel, Int8TileFunction tile, const float* x, int64_t m,
+                         const PackedMatrix& w, const float* bias, float* y) {
+  QVL_CHECK(w.type() == QuantType::kQ8 || w.type() == QuantType::kQ4);
+  QVL_CHECK(cpu_isa() != IsaLevel::kScalar);  // the driver's quantizer and repacker use AVX2
+  kernels::Int8KernelInfo info = kernel_info(kernel, w.type());
+  info.tile = tile;
+  run_int8_gemm(info, x, m, w, bias, y);
 }
 
 void int8_gemm_reference(const float* x, int64_t m, const PackedMatrix& w, const float* bias,

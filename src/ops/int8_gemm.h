@@ -38,6 +38,16 @@ bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel);
 void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMatrix& w,
                const float* bias, float* y);
 
+// Tests: int8_gemm's driver (x quantization, weight repacking, blocking, tails) for `kernel`'s
+// layout, with `tile` in place of its micro-kernel (e.g. the kernel's source compiled on a scalar
+// model of an ISA this CPU lacks), so that driver/tile layout mismatches show. Needs AVX2.
+namespace kernels {
+struct Int8Tile;
+}  // namespace kernels
+using Int8TileFunction = void (*)(const kernels::Int8Tile& t);
+void int8_gemm_with_tile(Int8GemmKernel kernel, Int8TileFunction tile, const float* x, int64_t m,
+                         const PackedMatrix& w, const float* bias, float* y);
+
 // The same result computed plainly (scalar, one output at a time, blocks summed in order): the
 // oracle for every kernel.
 void int8_gemm_reference(const float* x, int64_t m, const PackedMatrix& w, const float* bias,

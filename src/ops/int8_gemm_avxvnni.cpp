@@ -1,5 +1,5 @@
 // AVX-VNNI micro-kernels of the int8 GEMM (256-bit vpdpbusd; Alder Lake and later, Zen 5): the
-// layout and blocking of the AVX2 kernels (x rows [1, 4] x 16 weight rows), with vpdpbusd summing
+// layout and blocking of the AVX2 kernels (x rows [1, 6] x 16 weight rows), with vpdpbusd summing
 // 4 unsigned x signed byte products straight into int32 (see int8_gemm_vnni256_tile.h).
 // Called only when the CPU has AVX-VNNI; no shared inline functions (see packed_kernels.h).
 #include <immintrin.h>

@@ -36,8 +36,22 @@ template <class Dot, int R, bool Q8>
 void vnni256_tile(const Int8Tile& t) {
   for (int64_t b = 0; b < t.nblocks; ++b) {
     const uint8_t* block = t.strip + b * kVnni256BlockBytes;
+    const auto* scales = reinterpret_cast<const float*>(block + 32 * kVnni256Rows);
+    const auto* sums = reinterpret_cast<const uint8_t*>(block + 36 * kVnni256Rows);
+    // The dot products start at minus the operand offset (q8: 128 * sum(w) per weight row; q4:
+    // 8 * sum(x) per x row): the same int32 as subtracting it at the end, and the 16 registers
+    // need not hold the sums past the dot products.
     __m256i acc[R][2];
-    for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+    if constexpr (Q8) {
+      const __m256i zero = _mm256_setzero_si256();
+      const __m256i start0 = _mm256_sub_epi32(zero, vnni256_load(sums));
+      const __m256i start1 = _mm256_sub_epi32(zero, vnni256_load(sums + 32));
+      for (int i = 0; i < R; ++i) acc[i][0] = start0, acc[i][1] = start1;
+    } else {
+      for (int i = 0; i < R; ++i) {
+        acc[i][0] = acc[i][1] = _mm256_set1_epi32(-8 * t.xsum[i * t.ldxs + b]);
+      }
+    }
 #pragma GCC unroll 8
     for (int quad = 0; quad < 8; ++quad) {
       const __m256i w0 = vnni256_load(block + quad * 64), w1 = vnni256_load(block + quad * 64 + 32);
@@ -55,15 +69,9 @@ void vnni256_tile(const Int8Tile& t) {
         }
       }
     }
-    const auto* scales = reinterpret_cast<const float*>(block + 32 * kVnni256Rows);
-    const auto* sums = reinterpret_cast<const int32_t*>(block + 36 * kVnni256Rows);
     const __m256 s0 = _mm256_loadu_ps(scales), s1 = _mm256_loadu_ps(scales + 8);
-    const __m256i w_sum0 = vnni256_load(reinterpret_cast<const uint8_t*>(sums));
-    const __m256i w_sum1 = vnni256_load(reinterpret_cast<const uint8_t*>(sums + 8));
     for (int i = 0; i < R; ++i) {
-      const __m256i x_sum = _mm256_set1_epi32(8 * t.xsum[i * t.ldxs + b]);
-      const __m256i d0 = _mm256_sub_epi32(acc[i][0], Q8 ? w_sum0 : x_sum);
-      const __m256i d1 = _mm256_sub_epi32(acc[i][1], Q8 ? w_sum1 : x_sum);
+      const __m256i d0 = acc[i][0], d1 = acc[i][1];
       const __m256 sx = _mm256_set1_ps(t.xscale[i * t.ldxs + b]);
       float* c = t.c + i * t.ldc;
       _mm256_storeu_ps(

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -39,12 +40,13 @@ enum class IntOp {
   kXor,
   kSrl16By4,
   kShuffle32Bbbb,
-  kDpbusd
+  kDpbusd,
+  kSub32
 };
 constexpr IntOp kIntOps[] = {IntOp::kUnpackLo32, IntOp::kUnpackHi32, IntOp::kUnpackLo64,
                              IntOp::kUnpackHi64, IntOp::kAdd32,      IntOp::kAnd,
                              IntOp::kXor,        IntOp::kSrl16By4,   IntOp::kShuffle32Bbbb,
-                             IntOp::kDpbusd};
+                             IntOp::kDpbusd,     IntOp::kSub32};
 
 void real_int_op(IntOp op, const void* a_bytes, const void* b_bytes, void* out) {
   const ::__m256i a = _mm256_loadu_si256(static_cast<const ::__m256i*>(a_bytes));
@@ -78,6 +80,9 @@ void real_int_op(IntOp op, const void* a_bytes, const void* b_bytes, void* out) 
     case IntOp::kShuffle32Bbbb:
       r = _mm256_shuffle_epi32(a, 0x55);
       break;
+    case IntOp::kSub32:
+      r = _mm256_sub_epi32(a, b);
+      break;
     case IntOp::kDpbusd: {  // unsigned a times signed b, widened to 16 bit (vpmaddwd is exact)
       const ::__m256i low8 = _mm256_set1_epi16(0x00ff);
       const ::__m256i a_even = _mm256_and_si256(a, low8), a_odd = _mm256_srli_epi16(a, 8);
@@ -99,6 +104,10 @@ void real_float_ops(const float* a, const float* b, const float* c, const void* 
   _mm256_storeu_ps(out[2],
                    _mm256_cvtepi32_ps(_mm256_loadu_si256(static_cast<const ::__m256i*>(ints))));
   _mm256_storeu_ps(out[3], _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const ::__m128i*>(halfs))));
+}
+
+void real_set1_epi32(int a, void* out) {
+  _mm256_storeu_si256(static_cast<::__m256i*>(out), _mm256_set1_epi32(a));
 }
 
 void real_broadcast_128(const void* a, void* out) {
@@ -131,6 +140,8 @@ model::__m512i model_int_op(IntOp op, model::__m512i a, model::__m512i b) {
       return model::_mm512_shuffle_epi32(a, model::_MM_PERM_BBBB);
     case IntOp::kDpbusd:
       return model::_mm512_dpbusd_epi32(model::_mm512_setzero_si512(), a, b);
+    case IntOp::kSub32:
+      return model::_mm512_sub_epi32(a, b);
   }
   return a;
 }
@@ -167,6 +178,14 @@ TEST(Avx512Model, LaneLocalIntegerOpsActAsTheirAvx2Counterparts) {
     const model::__m512i got = model::_mm512_broadcast_i32x4(a);
     uint8_t want[32];
     real_broadcast_128(a.b, want);
+    EXPECT_EQ(std::memcmp(got.b, want, 32), 0);
+    EXPECT_EQ(std::memcmp(got.b + 32, want, 32), 0);
+  }
+  for (int t = 0; t < 100; ++t) {
+    const auto a = static_cast<int>(rng());
+    const model::__m512i got = model::_mm512_set1_epi32(a);
+    uint8_t want[32];
+    real_set1_epi32(a, want);
     EXPECT_EQ(std::memcmp(got.b, want, 32), 0);
     EXPECT_EQ(std::memcmp(got.b + 32, want, 32), 0);
   }
@@ -225,6 +244,66 @@ TEST(Avx512Model, PermutesMasksAndCrossLaneShufflesFollowTheGuide) {
   for (float& f : out) f = -1;
   model::_mm512_mask_storeu_ps(out, 0x00ff, v);
   for (int l = 0; l < 16; ++l) EXPECT_EQ(out[l], l < 8 ? static_cast<float>(l) : -1.0f);
+}
+
+model::__m512 lanes_of(float v) {
+  return model::_mm512_set1_ps(v);
+}
+model::__m512bh bf16_lanes(uint16_t even, uint16_t odd) {  // every pair (even, odd)
+  model::__m512bh v;
+  for (int j = 0; j < 16; ++j) v.h[2 * j] = even, v.h[2 * j + 1] = odd;
+  return v;
+}
+uint16_t bf16_of(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return static_cast<uint16_t>(bits >> 16);  // exact for the values below
+}
+
+TEST(Avx512Model, Bf16ConversionFollowsTheGuide) {
+  // Normal values: round to nearest even, as qvl's f32_to_bf16; lanes 0..15 from b, 16..31 from a.
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 10.0f);
+  model::__m512 a, b;
+  for (int t = 0; t < 100; ++t) {
+    for (int l = 0; l < 16; ++l) a.f[l] = dist(rng), b.f[l] = dist(rng);
+    const model::__m512bh got = model::_mm512_cvtne2ps_pbh(a, b);
+    for (int j = 0; j < 32; ++j) {
+      ASSERT_EQ(got.h[j], f32_to_bf16(j < 16 ? b.f[j] : a.f[j - 16])) << j;
+    }
+  }
+  // Ties to even, denormals to signed zero, infinities kept, NaN made quiet.
+  EXPECT_EQ(model::f32_to_bf16_model(1.0f + 0x1p-8f), 0x3f80);      // tie, even below
+  EXPECT_EQ(model::f32_to_bf16_model(1.0f + 3 * 0x1p-8f), 0x3f82);  // tie, even above
+  EXPECT_EQ(model::f32_to_bf16_model(-0x1p-140f), 0x8000);
+  EXPECT_EQ(model::f32_to_bf16_model(INFINITY), 0x7f80);
+  EXPECT_EQ(model::f32_to_bf16_model(std::bit_cast<float>(0x7f800001u)), 0x7fc0);
+}
+
+TEST(Avx512Model, Bf16DotFollowsTheSdm) {
+  // Odd pair element first, each step rounded: 1 + 2^-30 rounds to 1, then - 1 gives 0 (even
+  // first would give 2^-30).
+  const model::__m512 order =
+      model::_mm512_dpbf16_ps(lanes_of(1.0f), bf16_lanes(bf16_of(-1.0f), bf16_of(0x1p-30f)),
+                              bf16_lanes(bf16_of(1.0f), bf16_of(1.0f)));
+  for (float f : order.f) EXPECT_EQ(f, 0.0f);
+  // Two roundings: 1 + 2^-24 (tie) to 1, twice; one rounding of the sum would give 1 + 2^-23.
+  const model::__m512 steps =
+      model::_mm512_dpbf16_ps(lanes_of(1.0f), bf16_lanes(bf16_of(0x1p-24f), bf16_of(0x1p-24f)),
+                              bf16_lanes(bf16_of(1.0f), bf16_of(1.0f)));
+  for (float f : steps.f) EXPECT_EQ(f, 1.0f);
+  // Denormal inputs read as zero (bf16 0x0001 times 2^100); denormal results flushed (2^-70 *
+  // 2^-70); products of normal bf16 are exact (3 * 5 + 7 * 11).
+  const model::__m512 daz = model::_mm512_dpbf16_ps(
+      lanes_of(0.0f), bf16_lanes(0x0001, 0x0001), bf16_lanes(bf16_of(0x1p100f), bf16_of(0x1p100f)));
+  for (float f : daz.f) EXPECT_EQ(f, 0.0f);
+  const model::__m512 ftz = model::_mm512_dpbf16_ps(
+      lanes_of(0.0f), bf16_lanes(bf16_of(0x1p-70f), 0), bf16_lanes(bf16_of(0x1p-70f), 0));
+  for (float f : ftz.f) EXPECT_EQ(f, 0.0f);
+  const model::__m512 exact =
+      model::_mm512_dpbf16_ps(lanes_of(0.5f), bf16_lanes(bf16_of(3.0f), bf16_of(7.0f)),
+                              bf16_lanes(bf16_of(5.0f), bf16_of(11.0f)));
+  for (float f : exact.f) EXPECT_EQ(f, 92.5f);
 }
 
 }  // namespace

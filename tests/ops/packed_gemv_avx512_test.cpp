@@ -30,14 +30,10 @@ inline void prefetch(const uint8_t*) {}
 
 // As q8_run_avx512 / q4_run_avx512 in packed_gemv_avx512.cpp.
 void q8_run(const GroupRun& w, const QuantX& x, int nx, float* out) {
-  for_run_shapes<4, 4, 2>(w, nx, out, [&]<int G, int X>(const GroupRun& part, int i0, float* o) {
-    quant_rows<Q8Format, G, X>(part, quant_rows_from(x, i0), o);
-  });
+  quant_run<Q8Format>(w, x, nx, out);
 }
 void q4_run(const GroupRun& w, const QuantX& x, int nx, float* out) {
-  for_run_shapes<4, 4, 2>(w, nx, out, [&]<int G, int X>(const GroupRun& part, int i0, float* o) {
-    quant_rows<Q4Format, G, X>(part, quant_rows_from(x, i0), o);
-  });
+  quant_run<Q4Format>(w, x, nx, out);
 }
 
 }  // namespace qvl::ops::kernels::avx512_model
