@@ -225,14 +225,14 @@ TEST(DecodeAttentionAvx512Model, MatchesReferenceOnTailShapes) {
   };
   uint32_t seed = 11;
   for (const Storage storage : {Storage::kF32, Storage::kF16, Storage::kQ8}) {
-    for (const Heads h : {Heads{4, 2, 64}, Heads{2, 2, 16}, Heads{8, 2, 48}, Heads{4, 1, 96},
-                          Heads{16, 8, 128}, Heads{16, 16, 64}}) {
+    for (const Heads h :
+         {Heads{4, 2, 64}, Heads{2, 2, 16}, Heads{8, 2, 48}, Heads{4, 1, 96}, Heads{16, 8, 128}}) {
       if (storage == Storage::kQ8 && h.head_dim % kKvQ8Block != 0) continue;
       const AttentionShape s{h.n_heads, h.n_kv_heads, h.head_dim,
                              1.0f / std::sqrt(static_cast<float>(h.head_dim))};
       const int64_t group = h.n_heads / h.n_kv_heads;
-      for (const int64_t nk : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{17}, kDecodeSpan - 1,
-                               kDecodeSpan, kDecodeSpan + 1, 3 * kDecodeSpan - 70}) {
+      for (const int64_t nk : {int64_t{1}, int64_t{5}, int64_t{17}, kDecodeSpan - 1, kDecodeSpan,
+                               kDecodeSpan + 1, 3 * kDecodeSpan - 70}) {
         const Cache cache = make_cache(nk, h.n_kv_heads * h.head_dim, storage, seed);
         for (const int64_t nq : {int64_t{1}, int64_t{2}, int64_t{4}}) {
           if (nq > nk || nq * group > attention_kernels::kDecodeMaxRows) continue;
