@@ -15,10 +15,6 @@
 #include "base/half.h"
 
 namespace qvl::ops::avx512_model_float_check {
-namespace model {
-#include "avx512_model.inc"
-#include "avx512_model_float.inc"
-}  // namespace model
 namespace {
 
 enum class Op {
@@ -101,13 +97,14 @@ int real_cmp(int imm, const float* a, const float* b) {
   const __m256 x = _mm256_loadu_ps(a), y = _mm256_loadu_ps(b);
   switch (imm) {
     QVL_CMP_CASE(0)
-    QVL_CMP_CASE(1) QVL_CMP_CASE(2) QVL_CMP_CASE(3) QVL_CMP_CASE(4) QVL_CMP_CASE(5) QVL_CMP_CASE(6)
-        QVL_CMP_CASE(7) QVL_CMP_CASE(8) QVL_CMP_CASE(9) QVL_CMP_CASE(10) QVL_CMP_CASE(11)
-            QVL_CMP_CASE(12) QVL_CMP_CASE(13) QVL_CMP_CASE(14) QVL_CMP_CASE(15) QVL_CMP_CASE(16)
-                QVL_CMP_CASE(17) QVL_CMP_CASE(18) QVL_CMP_CASE(19) QVL_CMP_CASE(20) QVL_CMP_CASE(21)
-                    QVL_CMP_CASE(22) QVL_CMP_CASE(23) QVL_CMP_CASE(24) QVL_CMP_CASE(25)
-                        QVL_CMP_CASE(26) QVL_CMP_CASE(27) QVL_CMP_CASE(28) QVL_CMP_CASE(29)
-                            QVL_CMP_CASE(30) QVL_CMP_CASE(31)
+    QVL_CMP_CASE(1)
+    QVL_CMP_CASE(2) QVL_CMP_CASE(3) QVL_CMP_CASE(4) QVL_CMP_CASE(5) QVL_CMP_CASE(6) QVL_CMP_CASE(7)
+        QVL_CMP_CASE(8) QVL_CMP_CASE(9) QVL_CMP_CASE(10) QVL_CMP_CASE(11) QVL_CMP_CASE(12)
+            QVL_CMP_CASE(13) QVL_CMP_CASE(14) QVL_CMP_CASE(15) QVL_CMP_CASE(16) QVL_CMP_CASE(17)
+                QVL_CMP_CASE(18) QVL_CMP_CASE(19) QVL_CMP_CASE(20) QVL_CMP_CASE(21) QVL_CMP_CASE(22)
+                    QVL_CMP_CASE(23) QVL_CMP_CASE(24) QVL_CMP_CASE(25) QVL_CMP_CASE(26)
+                        QVL_CMP_CASE(27) QVL_CMP_CASE(28) QVL_CMP_CASE(29) QVL_CMP_CASE(30)
+                            QVL_CMP_CASE(31)
   }
   return -1;
 }
@@ -158,6 +155,27 @@ void real_scale_by_exponent(const float* p, const float* n, float* out) {
 }
 
 #pragma GCC pop_options
+
+}  // namespace
+
+// Some intrinsics are macros when not optimising; the model defines functions of those names
+// (after the real operations above, which may use the macros).
+#undef _mm256_extractf128_ps
+#undef _mm256_permute2f128_ps
+#undef _mm512_cmp_ps_mask
+#undef _mm512_extractf32x8_ps
+#undef _mm512_roundscale_ps
+#undef _mm512_shuffle_epi32
+#undef _mm512_shuffle_i32x4
+#undef _mm512_srli_epi16
+#undef _mm_prefetch
+
+namespace model {
+#include "avx512_model.inc"
+#include "avx512_model_float.inc"
+}  // namespace model
+
+namespace {
 
 bool cpu_has_avx2() {
   __builtin_cpu_init();
