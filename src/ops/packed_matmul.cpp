@@ -28,10 +28,13 @@ using kernels::kRows;
 
 IsaLevel detect_isa() {
   __builtin_cpu_init();
+  // DQ too: the decode attention and elementwise kernels are built for it (vextractf32x8 in
+  // their reductions).
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16") &&
-      __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx2") &&
-      __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni") &&
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c")) {
     return IsaLevel::kAvx512;
   }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
