@@ -25,6 +25,7 @@
 #include "engine/stop_matcher.h"
 #include "engine/turn_lock.h"
 #include "model/rope_index.h"
+#include "ops/int8_gemm.h"
 #include "tokenizer/incremental_decoder.h"
 
 namespace qvl {
@@ -235,6 +236,7 @@ EncodedImages EngineImpl::encode_images(const GenerationRequest& request,
         QVL_LOG(kDebug) << "slow vision tail: " << held.millis() - piece_start_ms << " ms";
       }
       turn.unlock();
+      ops::release_int8_gemm_scratch();  // this thread's copy of an image-sized x
       return_free_heap_to_os();  // the tower's activations (tens of MB per image) were just freed
       image_cache_.insert(key, features);
       out.features.push_back(std::move(features));
