@@ -14,4 +14,14 @@ void return_free_heap_to_os() {
 #endif
 }
 
+bool return_large_buffers_when_freed() {
+#if defined(__GLIBC__)
+  // Fixed values also stop glibc from raising them. The cost: a large buffer's pages are faulted
+  // in again each time it is allocated (~0.2% of a 1024x768 photo's answer, measured).
+  return mallopt(M_MMAP_THRESHOLD, 1 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 4 << 20) == 1;
+#else
+  return false;
+#endif
+}
+
 }  // namespace qvl

@@ -25,6 +25,7 @@
 #include "engine/stop_matcher.h"
 #include "engine/turn_lock.h"
 #include "model/rope_index.h"
+#include "ops/int8_gemm.h"
 #include "tokenizer/incremental_decoder.h"
 
 namespace qvl {
@@ -88,6 +89,7 @@ class EngineImpl : public Engine {
               mib(options.kv_cache_mb, kDefaultKvCacheMb), options.prefix_cache),
         scheduler_(decoder_, model_->config, model_->generation.eos_token_ids, pool_, turn_,
                    scheduler_options(options)) {
+    return_large_buffers_when_freed();  // images' and prompts' buffers leave memory when freed
     const int64_t min_tokens =
         options.image_min_tokens > 0 ? options.image_min_tokens : kDefaultImageMinTokens;
     const int64_t max_tokens = options.image_max_tokens > 0
@@ -209,7 +211,7 @@ EncodedImages EngineImpl::encode_images(const GenerationRequest& request,
     try {
       const profile::StageScope stage(profile::Phase::kVision);
       // Decoding and resizing need no model: they run beside the scheduler's steps.
-      const PreprocessedImage prepared =
+      PreprocessedImage prepared =
           prepare_image_bytes(in.bytes.data(), in.bytes.size(), limits, pre);
       std::call_once(vision_paged_in_, [&] { page_in_vision_weights(*model_); });
       std::unique_lock<TurnLock> turn(turn_);
@@ -218,8 +220,8 @@ EncodedImages EngineImpl::encode_images(const GenerationRequest& request,
       // the tower's next piece would hold the model longer than their last step took.
       Timer held;
       double piece_start_ms = 0;
-      auto features =
-          std::make_shared<const ImageFeatures>(encode_prepared_image(vision_, prepared, [&] {
+      auto features = std::make_shared<const ImageFeatures>(
+          encode_prepared_image(vision_, std::move(prepared), [&] {
             const double now = held.millis(), piece = now - piece_start_ms;
             piece_start_ms = now;
             if (piece > 1000) {
@@ -236,6 +238,7 @@ EncodedImages EngineImpl::encode_images(const GenerationRequest& request,
         QVL_LOG(kDebug) << "slow vision tail: " << held.millis() - piece_start_ms << " ms";
       }
       turn.unlock();
+      ops::release_int8_gemm_scratch();  // this thread's copy of an image-sized x
       return_free_heap_to_os();  // the tower's activations (tens of MB per image) were just freed
       image_cache_.insert(key, features);
       out.features.push_back(std::move(features));

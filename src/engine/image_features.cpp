@@ -1,5 +1,7 @@
 #include "engine/image_features.h"
 
+#include <utility>
+
 namespace qvl {
 
 PreprocessedImage prepare_image_bytes(const uint8_t* data, size_t size, const DecodeLimits& limits,
@@ -7,11 +9,12 @@ PreprocessedImage prepare_image_bytes(const uint8_t* data, size_t size, const De
   return preprocess_image(decode_image(data, size, limits), preprocess);
 }
 
-ImageFeatures encode_prepared_image(const VisionEncoder& encoder, const PreprocessedImage& pre,
+ImageFeatures encode_prepared_image(const VisionEncoder& encoder, PreprocessedImage&& pre,
                                     const std::function<void()>& between_blocks) {
   ImageFeatures f;
   f.grid = {pre.grid_t, pre.grid_h, pre.grid_w};
-  f.vision = encoder.encode(pre.pixel_values.data(), pre.grid_h, pre.grid_w, {}, between_blocks);
+  f.vision =
+      encoder.encode(std::move(pre.pixel_values), pre.grid_h, pre.grid_w, {}, between_blocks);
   return f;
 }
 

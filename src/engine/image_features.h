@@ -23,8 +23,9 @@ using SharedImageFeatures = std::shared_ptr<const ImageFeatures>;
 // Decode and preprocess (no model work).
 PreprocessedImage prepare_image_bytes(const uint8_t* data, size_t size, const DecodeLimits& limits,
                                       const PreprocessConfig& preprocess);
-// The vision tower on a prepared image; between_blocks as in VisionEncoder::encode.
-ImageFeatures encode_prepared_image(const VisionEncoder& encoder, const PreprocessedImage& image,
+// The vision tower on a prepared image; between_blocks as in VisionEncoder::encode. The image's
+// pixel values are freed once embedded (the tower's peak memory comes later).
+ImageFeatures encode_prepared_image(const VisionEncoder& encoder, PreprocessedImage&& image,
                                     const std::function<void()>& between_blocks = {});
 
 ImageFeatures encode_image_bytes(const VisionEncoder& encoder, const uint8_t* data, size_t size,

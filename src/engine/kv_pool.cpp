@@ -1,6 +1,7 @@
 #include "engine/kv_pool.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -114,7 +115,28 @@ int32_t KVPool::allocate() {
     return -1;
   }
   pages_[p].refs = 1;
+  pages_[p].written = true;
   return p;
+}
+
+size_t KVPool::release_free_memory() {
+  // Pages are whole system pages unless page_bytes_ is odd-sized: round inwards then.
+  const auto sys_page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  size_t released = 0;
+  for (int32_t p : free_) {
+    Page& page = pages_[p];
+    if (!page.written) continue;
+    page.written = false;
+    const auto begin = reinterpret_cast<uintptr_t>(memory_ + static_cast<size_t>(p) * page_bytes_);
+    const uintptr_t first = (begin + sys_page - 1) & ~(sys_page - 1);
+    const uintptr_t last = (begin + page_bytes_) & ~(sys_page - 1);
+    if (last <= first) continue;
+    // MADV_DONTNEED: the next write faults in a zeroed page (contents never outlive a release).
+    if (madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) == 0) {
+      released += last - first;
+    }
+  }
+  return released;
 }
 
 void KVPool::retain(int32_t p) {

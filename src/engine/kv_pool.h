@@ -66,6 +66,10 @@ class KVPool {
   void retain(int32_t page);
   // Drops a reference; an unreferenced page stays cached if indexed, else becomes free.
   void release(int32_t page);
+  // Returns the memory of free pages written since the last call to the system (cached pages
+  // keep theirs): the scheduler calls it when it goes idle, so a finished request's KV does not
+  // stay resident beside the next request's images. Returns the bytes given back.
+  size_t release_free_memory();
 
   // Chain hash of a full page whose predecessors hash to `parent`.
   static uint64_t chain_hash(uint64_t parent, const uint64_t* keys, int64_t n);
@@ -90,6 +94,7 @@ class KVPool {
     int32_t refs = 0;
     bool indexed = false;
     bool full = false;
+    bool written = false;  // handed out since its memory was last given back
     uint64_t parent = 0;
     uint64_t hash = 0;                     // chain hash when full
     std::vector<uint64_t> keys;            // the indexed content

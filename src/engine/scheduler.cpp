@@ -91,8 +91,12 @@ void Scheduler::loop() {
     }
     if (!running.empty()) {
       step(running);
-      // Idle now: what the finished requests' prompts and images used goes back to the system.
-      if (running.empty()) return_free_heap_to_os();
+      // Idle now: what the finished requests' prompts, images and KV pages used goes back to the
+      // system.
+      if (running.empty()) {
+        pool_.release_free_memory();
+        return_free_heap_to_os();
+      }
     }
   }
 }
@@ -221,8 +225,8 @@ void Scheduler::step(std::vector<Sequence*>& running) {
       while (c.layers_done < layers) {
         const int64_t to = decode_rows > 0 ? c.layers_done + 1 : layers;
         const double before = slice_time.millis();
-        decoder_.forward_layers(c.hidden.data(), entry, c.features.or_null(),
-                                c.layers_done, to, chunk_out_.data());
+        decoder_.forward_layers(c.hidden.data(), entry, c.features.or_null(), c.layers_done, to,
+                                chunk_out_.data());
         c.layers_done = to;
         layer_ms = slice_time.millis() - before;
         if (slice_time.millis() + layer_ms > budget_ms) break;

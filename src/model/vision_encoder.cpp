@@ -53,72 +53,113 @@ RowChunks row_chunks(int64_t n, int64_t target) {
 
 }  // namespace
 
+// Heads per attention call: the attention packs its keys and values per call (2 x patches x
+// heads-in-call x head_dim floats), so fewer heads per call hold less. Each call still gets at
+// least 8 tasks (64-row blocks x heads) per thread, so small images keep every thread busy. The
+// heads are independent: the result does not depend on the grouping.
+int64_t heads_per_attention_call(int64_t n, int64_t heads, int64_t requested) {
+  if (requested > 0) return std::min(requested, heads);
+  const auto threads = static_cast<int64_t>(ThreadPool::global().size());
+  const int64_t row_blocks = (n + 63) / 64;
+  int64_t g = 1;
+  while (g < heads && (heads % g != 0 || g * row_blocks < 8 * threads)) ++g;
+  return g;
+}
+
 // Uninitialised on purpose: every buffer is written in full before it is read, and zeroing (or
 // re-allocating per block, which faults the pages in again) cost single-threaded time per block.
+// q, k and v are stored per group of heads ([group][patch][heads in group * head_dim]), the
+// layout one attention call over a group reads.
 struct VisionEncoder::Workspace {
-  Workspace(int64_t n, int64_t hid, int64_t intermediate, int64_t row_chunk)
+  Workspace(int64_t n, int64_t hid, int64_t intermediate, int64_t row_chunk, int64_t group_width)
       : chunks(row_chunks(n, row_chunk)),
         normed(static_cast<size_t>(n * hid)),
         q(static_cast<size_t>(n * hid)),
         k(static_cast<size_t>(n * hid)),
         v(static_cast<size_t>(n * hid)),
-        qkv(static_cast<size_t>(chunks.max_rows() * 3 * hid)),
-        mid(static_cast<size_t>(chunks.max_rows() * intermediate)),
-        out(static_cast<size_t>(chunks.max_rows() * hid)) {}
+        chunk(static_cast<size_t>(chunks.max_rows() * std::max(3 * hid, intermediate + hid))),
+        group_out(static_cast<size_t>(n * group_width)) {}
   RowChunks chunks;
   // normed: a layer norm's output, then the attention's; q: after attention, the projection's.
   AlignedBuffer<float> normed, q, k, v;
-  AlignedBuffer<float> qkv, mid, out;  // one row chunk
+  // One row chunk: the qkv projection's output, later the MLP's (fc1 output, then fc2 output).
+  AlignedBuffer<float> chunk;
+  AlignedBuffer<float> group_out;  // one attention call's output, [patch][group_width]
 };
 
 VisionEncoder::VisionEncoder(const VisionConfig& config, const VisionWeights& weights,
-                             int64_t row_chunk)
-    : config_(config), w_(weights), row_chunk_(row_chunk) {}
+                             int64_t row_chunk, int64_t attention_heads)
+    : config_(config), w_(weights), row_chunk_(row_chunk), attention_heads_(attention_heads) {}
+
+int64_t VisionEncoder::attention_heads_per_call(int64_t n) const {
+  return heads_per_attention_call(n, config_.num_heads, attention_heads_);
+}
 
 void VisionEncoder::block(const VisionBlockWeights& w, int64_t n, const float* cos,
                           const float* sin, Workspace& ws, std::vector<float>& x,
                           const std::function<void()>& between) const {
   const int64_t hid = config_.hidden_size, heads = config_.num_heads, hd = hid / heads;
+  const int64_t group = attention_heads_per_call(n), gw = group * hd;
   ops::layer_norm(x.data(), w.norm1.weight.data(), w.norm1.bias.data(), config_.layer_norm_eps, n,
                   hid, ws.normed.data());
-  // qkv rows are laid out (3, heads, head_dim).
+  // qkv rows are laid out (3, heads, head_dim); q, k and v go to their head groups.
   const RowChunks& chunks = ws.chunks;
   for (int64_t c = 0; c < chunks.count; ++c) {
     const int64_t r0 = chunks.begin(c), rows = chunks.begin(c + 1) - r0;
-    ops::matmul(ws.normed.data() + r0 * hid, rows, w.qkv.weight, w.qkv.bias.data(), ws.qkv.data());
+    ops::matmul(ws.normed.data() + r0 * hid, rows, w.qkv.weight, w.qkv.bias.data(),
+                ws.chunk.data());
     for_token_rows(rows, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const int64_t t = r0 + i;
-        const float* row = ws.qkv.data() + i * 3 * hid;
-        float* q = ws.q.data() + t * hid;
-        float* k = ws.k.data() + t * hid;
-        std::copy(row, row + hid, q);
-        std::copy(row + hid, row + 2 * hid, k);
-        std::copy(row + 2 * hid, row + 3 * hid, ws.v.data() + t * hid);
-        ops::rope_rotate_half(q, heads, hd, cos + t * hd / 2, sin + t * hd / 2);
-        ops::rope_rotate_half(k, heads, hd, cos + t * hd / 2, sin + t * hd / 2);
+        const float* row = ws.chunk.data() + i * 3 * hid;
+        for (int64_t g0 = 0; g0 < heads; g0 += group) {
+          const int64_t at = g0 * hd * n + t * gw;  // group g0 / group starts at g0 * hd * n
+          float* q = ws.q.data() + at;
+          float* k = ws.k.data() + at;
+          std::copy(row + g0 * hd, row + g0 * hd + gw, q);
+          std::copy(row + hid + g0 * hd, row + hid + g0 * hd + gw, k);
+          std::copy(row + 2 * hid + g0 * hd, row + 2 * hid + g0 * hd + gw, ws.v.data() + at);
+          ops::rope_rotate_half(q, group, hd, cos + t * hd / 2, sin + t * hd / 2);
+          ops::rope_rotate_half(k, group, hd, cos + t * hd / 2, sin + t * hd / 2);
+        }
       }
     });
   }
   if (between) between();  // pauses every quarter block: the caller decides where to yield
-  ops::AttentionShape shape{heads, heads, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
+  ops::AttentionShape shape{group, group, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
   float* attn = ws.normed.data();
-  ops::attention(ws.q.data(), n, ws.k.data(), ws.v.data(), n, shape, -1, attn);
+  for (int64_t g0 = 0; g0 < heads; g0 += group) {
+    const int64_t at = g0 * hd * n;
+    ops::attention(ws.q.data() + at, n, ws.k.data() + at, ws.v.data() + at, n, shape, -1,
+                   ws.group_out.data());
+    for_token_rows(n, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        std::copy(ws.group_out.data() + t * gw, ws.group_out.data() + (t + 1) * gw,
+                  attn + t * hid + g0 * hd);
+      }
+    });
+  }
+  // The projection over row chunks too: the int8 GEMM's quantized copy of x is a chunk's.
   float* projected = ws.q.data();
-  ops::matmul(attn, n, w.proj.weight, w.proj.bias.data(), projected);
+  for (int64_t c = 0; c < chunks.count; ++c) {
+    const int64_t r0 = chunks.begin(c), rows = chunks.begin(c + 1) - r0;
+    ops::matmul(attn + r0 * hid, rows, w.proj.weight, w.proj.bias.data(), projected + r0 * hid);
+  }
   add_rows(x.data(), projected, n, hid);
   if (between) between();
 
   ops::layer_norm(x.data(), w.norm2.weight.data(), w.norm2.bias.data(), config_.layer_norm_eps, n,
                   hid, ws.normed.data());
+  float* mid = ws.chunk.data();
+  float* out = mid + chunks.max_rows() * config_.intermediate_size;
   for (int64_t c = 0; c < chunks.count; ++c) {
     const int64_t r0 = chunks.begin(c), rows = chunks.begin(c + 1) - r0;
-    ops::matmul(ws.normed.data() + r0 * hid, rows, w.fc1.weight, w.fc1.bias.data(), ws.mid.data());
-    ops::gelu_tanh(ws.mid.data(), rows * config_.intermediate_size);
+    ops::matmul(ws.normed.data() + r0 * hid, rows, w.fc1.weight, w.fc1.bias.data(), mid);
+    ops::gelu_tanh(mid, rows * config_.intermediate_size);
     // The pause falls half way through the MLP's rows, as it fell between its two products.
     if (between && r0 < n / 2 && r0 + rows >= n / 2) between();
-    ops::matmul(ws.mid.data(), rows, w.fc2.weight, w.fc2.bias.data(), ws.out.data());
-    add_rows(x.data() + r0 * hid, ws.out.data(), rows, hid);
+    ops::matmul(mid, rows, w.fc2.weight, w.fc2.bias.data(), out);
+    add_rows(x.data() + r0 * hid, out, rows, hid);
   }
 }
 
@@ -153,35 +194,66 @@ std::vector<float> VisionEncoder::merge(const MergerWeights& w, const std::vecto
   return out;
 }
 
-VisionOutput VisionEncoder::encode(const float* pixels, int64_t gh, int64_t gw,
-                                   const TensorTap& tap,
-                                   const std::function<void()>& between_blocks) const {
+void VisionEncoder::check_grid(int64_t gh, int64_t gw) const {
   const int64_t m = config_.spatial_merge_size;
   if (gh <= 0 || gw <= 0 || gh % m != 0 || gw % m != 0) {
     fail(ErrorCode::kInvalidArgument, "vision grid " + std::to_string(gh) + "x" +
                                           std::to_string(gw) + " is not a multiple of the merge");
   }
-  const int64_t n = gh * gw, hid = config_.hidden_size, hd = hid / config_.num_heads;
+}
+
+std::vector<float> VisionEncoder::embed_patches(const float* pixels, int64_t gh, int64_t gw,
+                                                const TensorTap& tap) const {
+  const int64_t n = gh * gw, hid = config_.hidden_size;
   const int64_t plane = config_.patch_size * config_.patch_size;
   const int64_t tp = config_.temporal_patch_size, in_cols = config_.in_channels * tp * plane;
   const int64_t still_cols = config_.in_channels * plane;
-
-  // The input-sized buffers live only as long as they are needed (peak memory is the blocks').
   std::vector<float> x(n * hid);
   {
-    // Frame 0 of each patch: columns are (channel, frame, y, x).
-    std::vector<float> frame(n * still_cols);
-    for_token_rows(n, [&](int64_t b, int64_t e) {
-      for (int64_t p = b; p < e; ++p)
-        for (int64_t ch = 0; ch < config_.in_channels; ++ch)
-          std::copy(pixels + p * in_cols + ch * tp * plane,
-                    pixels + p * in_cols + ch * tp * plane + plane,
-                    frame.data() + p * still_cols + ch * plane);
-    });
+    // Over row chunks (as the blocks' projections: the same bits), so frame 0 of the patches and
+    // the GEMM's packed copy of it are a chunk's. Columns are (channel, frame, y, x).
     const profile::StageScope stage(profile::Work::kPatchEmbed);
-    ops::matmul(frame.data(), n, w_.patch_embed, w_.patch_embed_bias.data(), x.data());
+    const RowChunks chunks = row_chunks(n, row_chunk_);
+    std::vector<float> frame(chunks.max_rows() * still_cols);
+    for (int64_t c = 0; c < chunks.count; ++c) {
+      const int64_t r0 = chunks.begin(c), rows = chunks.begin(c + 1) - r0;
+      for_token_rows(rows, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+          for (int64_t ch = 0; ch < config_.in_channels; ++ch) {
+            const float* from = pixels + (r0 + i) * in_cols + ch * tp * plane;
+            std::copy(from, from + plane, frame.data() + i * still_cols + ch * plane);
+          }
+      });
+      ops::matmul(frame.data(), rows, w_.patch_embed, w_.patch_embed_bias.data(),
+                  x.data() + r0 * hid);
+    }
   }
   if (tap) tap("vision.patch_embeds", x.data(), n, hid);
+  return x;
+}
+
+VisionOutput VisionEncoder::encode(const float* pixels, int64_t gh, int64_t gw,
+                                   const TensorTap& tap,
+                                   const std::function<void()>& between_blocks) const {
+  check_grid(gh, gw);
+  return run_blocks(embed_patches(pixels, gh, gw, tap), gh, gw, tap, between_blocks);
+}
+
+VisionOutput VisionEncoder::encode(std::vector<float>&& pixels, int64_t gh, int64_t gw,
+                                   const TensorTap& tap,
+                                   const std::function<void()>& between_blocks) const {
+  check_grid(gh, gw);
+  std::vector<float> x = embed_patches(pixels.data(), gh, gw, tap);
+  std::vector<float>().swap(pixels);  // not needed past the patch embedding
+  return run_blocks(std::move(x), gh, gw, tap, between_blocks);
+}
+
+VisionOutput VisionEncoder::run_blocks(std::vector<float> x, int64_t gh, int64_t gw,
+                                       const TensorTap& tap,
+                                       const std::function<void()>& between_blocks) const {
+  const int64_t m = config_.spatial_merge_size;
+  const int64_t n = gh * gw, hid = config_.hidden_size, hd = hid / config_.num_heads;
+  // The input-sized buffers live only as long as they are needed (peak memory is the blocks').
   {
     std::vector<float> pos(n * hid);
     interpolate_position_embeddings(w_.pos_embed, gh, gw, m, pos.data());
@@ -189,20 +261,24 @@ VisionOutput VisionEncoder::encode(const float* pixels, int64_t gh, int64_t gw,
     add_rows(x.data(), pos.data(), n, hid);
   }
 
-  std::vector<float> angles(n * hd / 2), cos(n * hd / 2), sin(n * hd / 2);
-  vision_rotary_angles(gh, gw, m, hd, angles.data());
-  if (tap) tap("vision.rot_pos_emb", angles.data(), n, hd / 2);
-  for_token_rows(n, [&](int64_t b, int64_t e) {
-    for (int64_t i = b * hd / 2; i < e * hd / 2; ++i) {
-      cos[i] = std::cos(angles[i]);
-      sin[i] = std::sin(angles[i]);
-    }
-  });
+  std::vector<float> cos(n * hd / 2), sin(n * hd / 2);
+  {
+    std::vector<float> angles(n * hd / 2);
+    vision_rotary_angles(gh, gw, m, hd, angles.data());
+    if (tap) tap("vision.rot_pos_emb", angles.data(), n, hd / 2);
+    for_token_rows(n, [&](int64_t b, int64_t e) {
+      for (int64_t i = b * hd / 2; i < e * hd / 2; ++i) {
+        cos[i] = std::cos(angles[i]);
+        sin[i] = std::sin(angles[i]);
+      }
+    });
+  }
 
   VisionOutput out;
   out.tokens = n / (m * m);
   out.deepstack.resize(config_.deepstack_visual_indexes.size());
-  Workspace ws(n, hid, config_.intermediate_size, row_chunk_);
+  const int64_t group = attention_heads_per_call(n);
+  Workspace ws(n, hid, config_.intermediate_size, row_chunk_, group * hd);
   for (int64_t b = 0; b < config_.depth; ++b) {
     block(w_.blocks[b], n, cos.data(), sin.data(), ws, x, between_blocks);
     if (tap) tap("vision.block_out." + std::to_string(b), x.data(), n, hid);

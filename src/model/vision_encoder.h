@@ -23,8 +23,10 @@ class VisionEncoder {
   // The projections with wide outputs (qkv, the MLP) run over at most row_chunk patches at a time
   // (chunks of >= 16 rows: the result does not depend on it; the memory held does).
   static constexpr int64_t kDefaultRowChunk = 512;
+  // attention_heads: heads per attention call (0: as few as keep every thread busy; the result
+  // does not depend on it, the memory the attention packs its keys and values into does).
   VisionEncoder(const VisionConfig& config, const VisionWeights& weights,
-                int64_t row_chunk = kDefaultRowChunk);
+                int64_t row_chunk = kDefaultRowChunk, int64_t attention_heads = 0);
 
   // One still image: pixel_values [grid_h * grid_w, C * T * P * P] in merge-window order, as
   // the processor lays them out (frame 0 is used; the kernel's temporal slices are pre-summed).
@@ -34,16 +36,28 @@ class VisionEncoder {
   VisionOutput encode(const float* pixel_values, int64_t grid_h, int64_t grid_w,
                       const TensorTap& tap = {},
                       const std::function<void()>& between_blocks = {}) const;
+  // The same, freeing pixel_values once the patches are embedded (they are not needed after).
+  VisionOutput encode(std::vector<float>&& pixel_values, int64_t grid_h, int64_t grid_w,
+                      const TensorTap& tap = {},
+                      const std::function<void()>& between_blocks = {}) const;
+  // Heads per attention call for an image of n patches (attention_heads, or the default's choice).
+  int64_t attention_heads_per_call(int64_t n) const;
 
  private:
   struct Workspace;  // one image's activation buffers, allocated once per encode
   void block(const VisionBlockWeights& w, int64_t n, const float* cos, const float* sin,
              Workspace& ws, std::vector<float>& x, const std::function<void()>& between) const;
   std::vector<float> merge(const MergerWeights& w, const std::vector<float>& x, int64_t n) const;
+  void check_grid(int64_t grid_h, int64_t grid_w) const;
+  std::vector<float> embed_patches(const float* pixel_values, int64_t grid_h, int64_t grid_w,
+                                   const TensorTap& tap) const;
+  VisionOutput run_blocks(std::vector<float> x, int64_t grid_h, int64_t grid_w,
+                          const TensorTap& tap, const std::function<void()>& between_blocks) const;
 
   VisionConfig config_;
   const VisionWeights& w_;
   int64_t row_chunk_;
+  int64_t attention_heads_;
 };
 
 }  // namespace qvl

@@ -183,6 +183,16 @@ bool cpu_has_avx_vnni() {
   return has;
 }
 
+void release_int8_gemm_scratch() {
+  t_x = QuantizedX{};
+  t_buffers = ThreadBuffers{};
+}
+
+size_t int8_gemm_scratch_bytes() {
+  return t_x.q.size() + t_x.u.size() + t_x.w.size() * 2 + t_x.scale.size() * 4 +
+         t_x.sum.size() * 4 + t_buffers.panel.size() + t_buffers.c.size() * 4;
+}
+
 bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
   switch (kernel) {
     case Int8GemmKernel::kAvx2:

@@ -33,6 +33,12 @@ bool cpu_has_avx_vnni();
 // Whether this CPU can run the kernel (not whether it passed the self-check).
 bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel);
 
+// Frees the calling thread's quantized copy of x and tile buffers, which otherwise keep the size
+// of its largest product (e.g. an image's on a request thread); the next call allocates again.
+void release_int8_gemm_scratch();
+// The bytes that scratch holds now (for tests).
+size_t int8_gemm_scratch_bytes();
+
 // y[m, n] = x[m, k] * W^T (+ bias) for a kQ8/kQ4 matrix on the given kernel (which the CPU must
 // run). Threads via ThreadPool::global().
 void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMatrix& w,

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -163,6 +164,40 @@ TEST(KVPool, WithoutPrefixCachingFinishedPagesAreFreeAndReusedFirst) {
   for (int32_t p : pages) EXPECT_LT(p, 3);
   for (int32_t p : pages) pool.release(p);
   EXPECT_EQ(pool.stats().prefix_hit_tokens, 0u);
+}
+
+TEST(KVPool, FreePagesGiveTheirMemoryBackAndCachedPagesKeepTheirs) {
+  KVPool pool(kLayers, kWidth, KVType::kF16, kPage, 16 * page_bytes(KVType::kF16));
+  const auto keys = iota_keys(80);
+  {
+    PagedSequence s(pool);
+    fill(s, 80, keys, &s);  // finished: its 3 pages stay cached (indexed)
+  }
+  ASSERT_EQ(pool.stats().pages_cached, 3);
+  std::vector<uint8_t> cached_before(pool.keys(0, 0), pool.keys(0, 0) + pool.position_bytes());
+  // Two pages written and freed (not indexed), one still in use.
+  const int32_t a = pool.allocate(), b = pool.allocate(), in_use = pool.allocate();
+  for (int32_t p : {a, b, in_use}) {
+    for (int64_t layer = 0; layer < kLayers; ++layer) {
+      std::fill_n(pool.keys(p, layer), kPage * pool.position_bytes(), uint8_t{0x5a});
+      std::fill_n(pool.values(p, layer), kPage * pool.position_bytes(), uint8_t{0xa5});
+    }
+  }
+  pool.release(a);
+  pool.release(b);
+  EXPECT_EQ(pool.release_free_memory(), 2 * page_bytes(KVType::kF16));
+  EXPECT_EQ(pool.release_free_memory(), 0u);  // nothing written since
+  // Given back: the system hands out zeroed pages again; the others keep their bytes.
+  for (int32_t p : {a, b}) {
+    EXPECT_EQ(pool.keys(p, 0)[0], 0);
+    EXPECT_EQ(pool.values(p, kLayers - 1)[kPage * pool.position_bytes() - 1], 0);
+  }
+  EXPECT_EQ(pool.keys(in_use, 0)[0], 0x5a);
+  EXPECT_TRUE(std::equal(cached_before.begin(), cached_before.end(), pool.keys(0, 0)));
+  KVPool::Match m = pool.lookup(keys.data(), 79);
+  EXPECT_EQ(m.matched, 79);  // the cached prefix still matches (full pages and the copied rest)
+  for (int32_t p : m.pages) pool.release(p);
+  pool.release(in_use);
 }
 
 TEST(KVPool, IdlePagesAreEvictedLeastRecentlyUsedFirst) {

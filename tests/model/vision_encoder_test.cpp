@@ -1,6 +1,6 @@
-// The vision tower runs its wide projections (qkv, MLP) over row chunks to bound the memory an
-// image holds: any chunking gives the bits of one product over all patches, for every weight
-// type and ISA level this CPU runs.
+// The vision tower runs its wide projections (qkv, MLP) over row chunks and its attention over
+// groups of heads to bound the memory an image holds: any chunking and grouping gives the bits of
+// one product (one attention) over all patches, for every weight type and ISA level this CPU runs.
 #include "model/vision_encoder.h"
 
 #include <gtest/gtest.h>
@@ -55,6 +55,12 @@ TEST(VisionEncoder, RowChunksGiveTheBitsOfOneProduct) {
                                  std::to_string(chunk);
         EXPECT_EQ(parts.embeds, whole.embeds) << what;
         EXPECT_EQ(parts.deepstack, whole.deepstack) << what;
+      }
+      // Attention one head per call (the tiny tower has 2) and over all heads at once.
+      for (int64_t heads : {1, 2}) {
+        const VisionOutput grouped = VisionEncoder(c, w, 64, heads).encode(pixels.data(), gh, gw);
+        EXPECT_EQ(grouped.embeds, whole.embeds) << heads << " heads per attention call";
+        EXPECT_EQ(grouped.deepstack, whole.deepstack) << heads << " heads per attention call";
       }
     }
   }
