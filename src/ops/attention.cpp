@@ -106,26 +106,27 @@ namespace {
 using attention_kernels::kKeyTile;
 
 // Row j of kv head kvh of keys (or values: the pages given) as fp32: the stored row, or a
-// conversion into tmp.
+// conversion into tmp. kv has its strides filled in.
 const float* kv_row(const float* const* f32, const uint16_t* const* f16, const int8_t* const* q8,
-                    int64_t page_rows, int64_t j, int64_t kvh, const AttentionShape& s,
+                    const PagedKV& kv, int64_t j, int64_t kvh, const AttentionShape& s,
                     float* tmp) {
-  const int64_t row = (j % page_rows) * s.n_kv_heads + kvh;
-  if (f32 != nullptr) return f32[j / page_rows] + row * s.head_dim;
+  const int64_t page = j / kv.page_rows;
+  const int64_t at = (j % kv.page_rows) * kv.row_stride + kvh * kv.head_stride;
+  if (f32 != nullptr) return f32[page] + at;
   if (f16 != nullptr) {
-    f16_to_f32_row(f16[j / page_rows] + row * s.head_dim, s.head_dim, tmp);
+    f16_to_f32_row(f16[page] + at, s.head_dim, tmp);
   } else {
-    dequantize_kv_q8(q8[j / page_rows] + row * kv_q8_bytes(s.head_dim), s.head_dim, tmp);
+    dequantize_kv_q8(q8[page] + at, s.head_dim, tmp);
   }
   return tmp;
 }
 const float* key_row(const PagedKV& kv, int64_t j, int64_t kvh, const AttentionShape& s,
                      float* tmp) {
-  return kv_row(kv.k_pages, kv.k16_pages, kv.k8_pages, kv.page_rows, j, kvh, s, tmp);
+  return kv_row(kv.k_pages, kv.k16_pages, kv.k8_pages, kv, j, kvh, s, tmp);
 }
 const float* value_row(const PagedKV& kv, int64_t j, int64_t kvh, const AttentionShape& s,
                        float* tmp) {
-  return kv_row(kv.v_pages, kv.v16_pages, kv.v8_pages, kv.page_rows, j, kvh, s, tmp);
+  return kv_row(kv.v_pages, kv.v16_pages, kv.v8_pages, kv, j, kvh, s, tmp);
 }
 
 // The contiguous storage as a single page of all nk rows (internally a page may hold any number
@@ -194,7 +195,9 @@ void pack_value_panels(const PagedKV& kv, int64_t nk, const AttentionShape& s, f
 // The reference on contiguous fp32 copies of paged or half keys/values.
 void reference_on(const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
                   const AttentionShape& s, int64_t causal_offset, float* out) {
-  if (kv.k_pages != nullptr && nk > 0 && nk <= kv.page_rows) {
+  const bool position_major =
+      kv.row_stride == s.n_kv_heads * s.head_dim && kv.head_stride == s.head_dim;
+  if (kv.k_pages != nullptr && nk > 0 && nk <= kv.page_rows && position_major) {
     attention_kernels::attention_reference(q, nq, kv.k_pages[0], kv.v_pages[0], nk, s,
                                            causal_offset, out);
     return;
@@ -214,8 +217,9 @@ void reference_on(const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
   attention_kernels::attention_reference(q, nq, k.data(), v.data(), nk, s, causal_offset, out);
 }
 
-void attention_on(IsaLevel isa, const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
+void attention_on(IsaLevel isa, const float* q, int64_t nq, const PagedKV& given, int64_t nk,
                   const AttentionShape& s, int64_t causal_offset, float* out) {
+  const PagedKV kv = with_strides(given, s);
   const bool q8 = kv.k8_pages != nullptr;
   const bool fast_shape = s.head_dim > 0 && s.head_dim % (q8 ? kKvQ8Block : 16) == 0 &&
                           s.n_kv_heads > 0 && s.n_heads % s.n_kv_heads == 0 && nk > 0;
@@ -401,6 +405,14 @@ IsaLevel attention_isa() {
 }
 
 }  // namespace
+
+PagedKV with_strides(const PagedKV& kv, const AttentionShape& s) {
+  PagedKV out = kv;
+  const int64_t head_row = kv.k8_pages != nullptr ? kv_q8_bytes(s.head_dim) : s.head_dim;
+  if (out.head_stride == 0) out.head_stride = head_row;
+  if (out.row_stride == 0) out.row_stride = s.n_kv_heads * head_row;
+  return out;
+}
 
 void attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
                const AttentionShape& s, int64_t causal_offset, float* out) {

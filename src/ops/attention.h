@@ -26,10 +26,14 @@ void attention(const float* q, int64_t nq, const int8_t* k, const int8_t* v, int
                const AttentionShape& shape, int64_t causal_offset, float* out);
 
 // Keys and values split into pages of page_rows positions: position j of kv head h is at
-//   k_pages[j / page_rows] + ((j % page_rows) * n_kv_heads + h) * head_dim   (same for v),
-// counted in elements (fp32, half) or, for 8-bit, in rows of kv_q8_bytes(head_dim) bytes.
-// Exactly one storage is set: fp32 (k_pages/v_pages), IEEE half (k16_pages/v16_pages) or 8-bit
-// (k8_pages/v8_pages). page_rows must be a multiple of 16.
+//   k_pages[j / page_rows] + (j % page_rows) * row_stride + h * head_stride   (same for v),
+// counted in elements (fp32, half) or, for 8-bit, in bytes (a head's row is kv_q8_bytes(head_dim)
+// bytes: whole blocks, so any head_stride keeps it self-contained). Strides 0 mean
+// position-major pages [page_rows][n_kv_heads][head_dim] (row_stride = n_kv_heads * head row,
+// head_stride = head row); head-major pages [n_kv_heads][page_rows][head_dim] have row_stride =
+// head row and head_stride = page_rows * head row. Exactly one storage is set: fp32
+// (k_pages/v_pages), IEEE half (k16_pages/v16_pages) or 8-bit (k8_pages/v8_pages). page_rows must
+// be a multiple of 16.
 struct PagedKV {
   const float* const* k_pages = nullptr;
   const float* const* v_pages = nullptr;
@@ -38,7 +42,11 @@ struct PagedKV {
   const int8_t* const* k8_pages = nullptr;
   const int8_t* const* v8_pages = nullptr;
   int64_t page_rows = 0;
+  int64_t row_stride = 0;   // between positions of a page (0: n_kv_heads * head row)
+  int64_t head_stride = 0;  // between kv heads of a position (0: one head row)
 };
+// The strides of kv with the zeros filled in for `shape` (the units of its storage).
+PagedKV with_strides(const PagedKV& kv, const AttentionShape& shape);
 // The same as attention() above with keys/values read through the pages (nk positions).
 // Bit-identical to the contiguous overloads on the same numbers, for every page size: the
 // contiguous calls are this one with a single page.

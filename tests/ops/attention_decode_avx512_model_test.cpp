@@ -5,7 +5,8 @@
 // fp32, half and 8-bit caches, contiguous and in shuffled pages poisoned with NaN: against the
 // scalar reference with attention_decode_test.cpp's tolerance on tail shapes (1 position, below,
 // at and past a span, rows that see nothing of a span, head_dim 16..128, GQA groups 1, 2, 4),
-// and bit-identical for every page size and every split of the heads into runs.
+// and bit-identical for every page size, page layout (position- or head-major, strided rows) and
+// every split of the heads into runs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "base/half.h"
 #include "isa_test_util.h"
 #include "kv_cache_fixture.h"
+#include "kv_pages_fixture.h"
 #include "ops/attention.h"
 #include "ops/attention_decode.h"
 #include "ops/attention_kernels.h"
@@ -242,6 +244,74 @@ TEST(DecodeAttentionAvx512Model, PagesAndHeadRunsChangeNoBit) {
             EXPECT_TRUE(same_bits(attend(cache, q, nq, nk, s, nk - nq, page_rows, run), first))
                 << storage_name(storage) << " nk=" << nk << " page_rows=" << page_rows
                 << " heads per run=" << run;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The cache in head-major pages [kv heads][page_rows][head row] with `gap` poisoned units after
+// each head row, run as decode_attention() runs it.
+std::vector<float> attend_head_major(const Cache& c, const std::vector<float>& q, int64_t nq,
+                                     int64_t nk, const AttentionShape& s, int64_t page_rows,
+                                     int64_t gap, int64_t heads_per_run) {
+  using testing::PageOrder;
+  using testing::scatter_pages;
+  const int64_t heads = s.n_kv_heads, d = s.head_dim, d8 = kv_q8_bytes(d);
+  const auto units = testing::page_strides(PageOrder::kHeadMajor, page_rows, heads, d, gap);
+  const auto bytes = testing::page_strides(PageOrder::kHeadMajor, page_rows, heads, d8, gap);
+  testing::PagePool<float> k, v;
+  testing::PagePool<uint16_t> k16, v16;
+  testing::PagePool<int8_t> k8, v8;
+  Problem p;
+  p.kv.page_rows = page_rows;
+  p.kv.row_stride = c.storage == Storage::kQ8 ? bytes.row : units.row;
+  p.kv.head_stride = c.storage == Storage::kQ8 ? bytes.head : units.head;
+  if (c.storage == Storage::kF16) {
+    k16 = scatter_pages<uint16_t>(c.k16, nk, heads, d, page_rows, units, 0x7e00, 1);  // NaN
+    v16 = scatter_pages<uint16_t>(c.v16, nk, heads, d, page_rows, units, 0x7e00, 2);
+    p.kv.k16_pages = k16.pages.data();
+    p.kv.v16_pages = v16.pages.data();
+  } else if (c.storage == Storage::kQ8) {
+    const auto poison = static_cast<int8_t>(0xff);  // NaN scales
+    k8 = scatter_pages<int8_t>(c.k8, nk, heads, d8, page_rows, bytes, poison, 3);
+    v8 = scatter_pages<int8_t>(c.v8, nk, heads, d8, page_rows, bytes, poison, 4);
+    p.kv.k8_pages = k8.pages.data();
+    p.kv.v8_pages = v8.pages.data();
+  } else {
+    k = scatter_pages<float>(c.k, nk, heads, d, page_rows, units, NAN, 5);
+    v = scatter_pages<float>(c.v, nk, heads, d, page_rows, units, NAN, 6);
+    p.kv.k_pages = k.pages.data();
+    p.kv.v_pages = v.pages.data();
+  }
+  p.q = q.data();
+  p.nq = nq;
+  p.nk = nk;
+  p.shape = s;
+  p.causal_offset = nk - nq;
+  return decode_on_model(p, heads_per_run);
+}
+
+TEST(DecodeAttentionAvx512Model, HeadMajorPagesChangeNoBit) {
+  // Runs of several heads are read head by head over such pages: the same bits as the
+  // contiguous cache.
+  for (const AttentionShape s :
+       {AttentionShape{16, 8, 128, 1.0f / std::sqrt(128.0f)}, AttentionShape{4, 2, 64, 0.125f}}) {
+    for (const Storage storage : {Storage::kF32, Storage::kF16, Storage::kQ8}) {
+      for (const int64_t nk : {int64_t{40}, int64_t{300}}) {
+        const Cache cache = make_cache(nk, s.n_kv_heads * s.head_dim, storage, 41);
+        const int64_t nq = 1;
+        const auto q = random_vector(static_cast<size_t>(nq * s.n_heads * s.head_dim), 42, 2.0f);
+        const auto first = attend(cache, q, nq, nk, s, nk - nq, 0, s.n_kv_heads);
+        for (const int64_t page_rows : {int64_t{16}, int64_t{128}}) {
+          for (const int64_t gap : {int64_t{0}, int64_t{8}}) {
+            for (const int64_t run : {int64_t{1}, int64_t{3}, s.n_kv_heads}) {
+              EXPECT_TRUE(
+                  same_bits(attend_head_major(cache, q, nq, nk, s, page_rows, gap, run), first))
+                  << storage_name(storage) << " nk=" << nk << " page_rows=" << page_rows
+                  << " gap=" << gap << " heads per run=" << run;
+            }
           }
         }
       }

@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "isa_test_util.h"
+#include "kv_pages_fixture.h"
 #include "ops/attention.h"
 #include "ops/attention_kernels.h"
 #include "ops/kv_q8.h"
@@ -25,36 +26,8 @@ namespace qvl::ops {
 namespace {
 
 using testing::IsaScope;
+using testing::PageOrder;
 using testing::random_vector;
-
-// Rows [nk, row_elems] copied into pages of page_rows rows that sit in a pool in shuffled
-// order, with spare slots and unused tail rows filled with NaN: a kernel reading a row it
-// should not turns the output into NaN.
-template <typename T>
-struct Pool {
-  std::vector<T> storage;
-  std::vector<const T*> pages;
-};
-
-template <typename T>
-Pool<T> scatter_into_pages(const std::vector<T>& rows, int64_t nk, int64_t row_elems,
-                           int64_t page_rows, T poison, uint32_t seed) {
-  const int64_t n_pages = (nk + page_rows - 1) / page_rows;
-  const int64_t slots = n_pages + 2;
-  const int64_t page_elems = page_rows * row_elems;
-  Pool<T> pool;
-  pool.storage.assign(static_cast<size_t>(slots * page_elems), poison);
-  std::vector<int64_t> slot(static_cast<size_t>(slots));
-  for (int64_t i = 0; i < slots; ++i) slot[static_cast<size_t>(i)] = i;
-  std::shuffle(slot.begin(), slot.end(), std::mt19937(seed));
-  for (int64_t x = 0; x < n_pages; ++x) {
-    T* dst = pool.storage.data() + slot[static_cast<size_t>(x)] * page_elems;
-    const int64_t count = std::min(page_rows, nk - x * page_rows) * row_elems;
-    std::copy(rows.begin() + x * page_elems, rows.begin() + x * page_elems + count, dst);
-    pool.pages.push_back(dst);
-  }
-  return pool;
-}
 
 struct Case {
   int64_t nq, nk, head_dim, n_heads, n_kv_heads, causal_offset;
@@ -67,8 +40,11 @@ const char* storage_name(Storage storage) {
 
 // Runs the contiguous and the paged call at `isa` and returns how many outputs differ in any
 // bit (NaN counts as a difference). Also checks the contiguous output against the reference.
+// Pages are position-major (strides left 0) unless `order` or a `gap` of poisoned units after
+// each head row asks for explicit strides.
 int64_t paged_mismatches(const Case& c, int64_t page_rows, Storage storage, IsaLevel isa,
-                         uint32_t seed) {
+                         uint32_t seed, PageOrder order = PageOrder::kPositionMajor,
+                         int64_t gap = 0) {
   const AttentionShape s{c.n_heads, c.n_kv_heads, c.head_dim,
                          1.0f / std::sqrt(static_cast<float>(c.head_dim))};
   const int64_t row_elems = c.n_kv_heads * c.head_dim;
@@ -95,16 +71,24 @@ int64_t paged_mismatches(const Case& c, int64_t page_rows, Storage storage, IsaL
   }
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const uint16_t nan16 = 0x7e00;
-  const auto k_pool = scatter_into_pages(k, c.nk, row_elems, page_rows, nan, seed + 3);
-  const auto v_pool = scatter_into_pages(v, c.nk, row_elems, page_rows, nan, seed + 4);
-  const auto k16_pool = scatter_into_pages(k16, c.nk, row_elems, page_rows, nan16, seed + 5);
-  const auto v16_pool = scatter_into_pages(v16, c.nk, row_elems, page_rows, nan16, seed + 6);
+  const int64_t heads = c.n_kv_heads, d = c.head_dim, d8 = kv_q8_bytes(d);
+  const auto units = testing::page_strides(order, page_rows, heads, d, gap);
+  const auto bytes = testing::page_strides(order, page_rows, heads, d8, gap);
+  using testing::scatter_pages;
+  const auto k_pool = scatter_pages(k, c.nk, heads, d, page_rows, units, nan, seed + 3);
+  const auto v_pool = scatter_pages(v, c.nk, heads, d, page_rows, units, nan, seed + 4);
+  const auto k16_pool = scatter_pages(k16, c.nk, heads, d, page_rows, units, nan16, seed + 5);
+  const auto v16_pool = scatter_pages(v16, c.nk, heads, d, page_rows, units, nan16, seed + 6);
   // All-ones bytes: code -1 and a NaN scale, so a stray 8-bit read shows too.
   const int8_t poison8 = -1;
-  const auto k8_pool = scatter_into_pages(k8, c.nk, row_bytes, page_rows, poison8, seed + 7);
-  const auto v8_pool = scatter_into_pages(v8, c.nk, row_bytes, page_rows, poison8, seed + 8);
+  const auto k8_pool = scatter_pages(k8, c.nk, heads, d8, page_rows, bytes, poison8, seed + 7);
+  const auto v8_pool = scatter_pages(v8, c.nk, heads, d8, page_rows, bytes, poison8, seed + 8);
   PagedKV kv;
   kv.page_rows = page_rows;
+  if (order != PageOrder::kPositionMajor || gap != 0) {
+    kv.row_stride = storage == Storage::kQ8 ? bytes.row : units.row;
+    kv.head_stride = storage == Storage::kQ8 ? bytes.head : units.head;
+  }
   if (storage == Storage::kF16) {
     kv.k16_pages = k16_pool.pages.data();
     kv.v16_pages = v16_pool.pages.data();
@@ -183,6 +167,31 @@ TEST_P(PagedAttention, ModelDecodeAndPrefillShapes) {
         EXPECT_EQ(paged_mismatches(c, page_rows, storage, isa, 77), 0)
             << isa_level_name(isa) << storage_name(storage) << " page_rows=" << page_rows
             << " nq=" << c.nq << " nk=" << c.nk;
+      }
+    }
+  }
+}
+
+TEST_P(PagedAttention, HeadMajorAndStridedPagesChangeNoBit) {
+  // Pages [kv heads][page_rows][head_dim] (a head's rows contiguous) and rows with poisoned gaps
+  // between them: the same bits as the contiguous call, decode (runs of heads read head by head)
+  // and prefill (K panels) alike.
+  const IsaLevel isa = GetParam();
+  uint32_t seed = 500;
+  for (const Storage storage : {Storage::kF32, Storage::kF16, Storage::kQ8}) {
+    for (const PageOrder order : {PageOrder::kHeadMajor, PageOrder::kPositionMajor}) {
+      for (const int64_t gap : {int64_t{0}, int64_t{8}}) {
+        if (order == PageOrder::kPositionMajor && gap == 0) continue;  // the tests above
+        for (const int64_t page_rows : {16, 32, 128}) {
+          for (const Case& c : {Case{1, 5, 64, 4, 2, 4}, Case{1, 300, 64, 4, 2, 299},
+                                Case{3, 130, 64, 4, 2, 127}, Case{47, 47, 64, 4, 2, 0},
+                                Case{1, 600, 128, 16, 8, 599}, Case{1, 333, 128, 16, 8, -1}}) {
+            EXPECT_EQ(paged_mismatches(c, page_rows, storage, isa, seed++, order, gap), 0)
+                << isa_level_name(isa) << storage_name(storage)
+                << (order == PageOrder::kHeadMajor ? " head-major" : " position-major")
+                << " gap=" << gap << " page_rows=" << page_rows << " nq=" << c.nq << " nk=" << c.nk;
+          }
+        }
       }
     }
   }
