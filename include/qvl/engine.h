@@ -40,7 +40,7 @@ struct EngineOptions {
   // within image_cache_mb (0 = 256; a negative value turns the cache off).
   int64_t kv_cache_mb = 0;
   int64_t image_cache_mb = 0;
-  int64_t kv_page_tokens = 32;  // positions per KV page (a multiple of 16)
+  int64_t kv_page_tokens = 128;  // positions per KV page (a multiple of 16)
   // false: a finished request's pages are freed at once and no prompt reuses earlier ones (every
   // prompt computed in full; resident KV stays at what running requests hold, and one request's
   // prompt cannot speed up, and so reveal itself to, another's).

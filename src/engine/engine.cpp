@@ -83,10 +83,10 @@ class EngineImpl : public Engine {
         vision_(model_->config.vision, model_->vision_weights),
         image_cache_(
             options.image_cache_mb < 0 ? 0 : mib(options.image_cache_mb, kDefaultImageCacheMb)),
-        pool_(model_->config.text.num_layers,
-              model_->config.text.num_kv_heads * model_->config.text.head_dim,
-              configured_kv_type(decoder_, options.kv_type), options.kv_page_tokens,
-              mib(options.kv_cache_mb, kDefaultKvCacheMb), options.prefix_cache),
+        pool_(model_->config.text.num_layers, model_->config.text.num_kv_heads,
+              model_->config.text.head_dim, configured_kv_type(decoder_, options.kv_type),
+              options.kv_page_tokens, mib(options.kv_cache_mb, kDefaultKvCacheMb),
+              options.prefix_cache),
         scheduler_(decoder_, model_->config, model_->generation.eos_token_ids, pool_, turn_,
                    scheduler_options(options)) {
     return_large_buffers_when_freed();  // images' and prompts' buffers leave memory when freed

@@ -13,14 +13,17 @@
 
 namespace qvl {
 
-KVPool::KVPool(int64_t num_layers, int64_t kv_width, KVType type, int64_t page_rows,
-               size_t budget_bytes, bool prefix_caching)
+KVPool::KVPool(int64_t num_layers, int64_t kv_heads, int64_t head_dim, KVType type,
+               int64_t page_rows, size_t budget_bytes, bool prefix_caching)
     : num_layers_(num_layers),
-      kv_width_(kv_width),
+      kv_heads_(kv_heads),
+      head_dim_(head_dim),
       type_(type),
       page_rows_(page_rows),
       prefix_caching_(prefix_caching) {
-  QVL_CHECK(num_layers > 0 && kv_width > 0 && page_rows > 0 && page_rows % 16 == 0);
+  QVL_CHECK(num_layers > 0 && kv_heads > 0 && head_dim > 0 && page_rows > 0 && page_rows % 16 == 0);
+  // 8-bit blocks must not straddle two heads (a head's rows are stored apart).
+  QVL_CHECK(type != KVType::kQ8 || head_dim % ops::kKvQ8Block == 0);
   layer_bytes_ = static_cast<size_t>(page_rows) * position_bytes();
   page_bytes_ = layer_bytes_ * 2 * static_cast<size_t>(num_layers);
   const size_t count = budget_bytes / page_bytes_;
@@ -174,10 +177,15 @@ uint64_t KVPool::chain_hash(uint64_t parent, const uint64_t* keys, int64_t n) {
 }
 
 void KVPool::copy_rows(int32_t from, int32_t to, int64_t rows) {
-  const size_t bytes = static_cast<size_t>(rows) * position_bytes();
+  // The first `rows` rows of every head (head-major: one run per head).
+  const size_t bytes = static_cast<size_t>(rows) * head_bytes();
+  const size_t head_at = static_cast<size_t>(page_rows_) * head_bytes();
   for (int64_t layer = 0; layer < num_layers_; ++layer) {
-    std::memcpy(keys(to, layer), keys(from, layer), bytes);
-    std::memcpy(values(to, layer), values(from, layer), bytes);
+    for (int64_t h = 0; h < kv_heads_; ++h) {
+      const size_t at = static_cast<size_t>(h) * head_at;
+      std::memcpy(keys(to, layer) + at, keys(from, layer) + at, bytes);
+      std::memcpy(values(to, layer) + at, values(from, layer) + at, bytes);
+    }
   }
 }
 
@@ -280,29 +288,36 @@ void PagedSequence::reserve_more(int64_t extra) {
   }
 }
 
+namespace {
+
+// One kv head's row of n values as stored (8-bit blocks never straddle heads, so a head's row
+// holds the same bytes as its part of the whole position's row would).
+void store_head_row(KVType type, const float* x, int64_t n, uint8_t* out) {
+  if (type == KVType::kF32) {
+    std::memcpy(out, x, sizeof(float) * static_cast<size_t>(n));
+  } else if (type == KVType::kF16) {
+    ops::f32_to_f16_row(x, n, reinterpret_cast<uint16_t*>(out));
+  } else {
+    ops::quantize_kv_q8(x, n, reinterpret_cast<int8_t*>(out));
+  }
+}
+
+}  // namespace
+
 void PagedSequence::write(int64_t layer, const float* keys, const float* values, int64_t n) {
   const int64_t rows = pool_.page_rows(), width = pool_.kv_width();
-  const size_t position = pool_.position_bytes();
-  for (int64_t done = 0; done < n;) {
-    const int64_t pos = length_ + done;
-    const int64_t in_page = pos % rows;
-    const int64_t count = std::min(n - done, rows - in_page);
+  const int64_t heads = pool_.kv_heads(), d = pool_.head_dim();
+  const size_t head_bytes = pool_.head_bytes();
+  const size_t head_at = static_cast<size_t>(rows) * head_bytes;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t pos = length_ + i;
     const int32_t page = pages_[pos / rows];
-    uint8_t* k = pool_.keys(page, layer) + static_cast<size_t>(in_page) * position;
-    uint8_t* v = pool_.values(page, layer) + static_cast<size_t>(in_page) * position;
-    const float* ks = keys + done * width;
-    const float* vs = values + done * width;
-    if (pool_.type() == KVType::kF32) {
-      std::memcpy(k, ks, sizeof(float) * count * width);
-      std::memcpy(v, vs, sizeof(float) * count * width);
-    } else if (pool_.type() == KVType::kF16) {
-      ops::f32_to_f16_row(ks, count * width, reinterpret_cast<uint16_t*>(k));
-      ops::f32_to_f16_row(vs, count * width, reinterpret_cast<uint16_t*>(v));
-    } else {
-      ops::quantize_kv_q8(ks, count * width, reinterpret_cast<int8_t*>(k));
-      ops::quantize_kv_q8(vs, count * width, reinterpret_cast<int8_t*>(v));
+    const size_t row_at = static_cast<size_t>(pos % rows) * head_bytes;
+    for (int64_t h = 0; h < heads; ++h) {
+      const size_t at = static_cast<size_t>(h) * head_at + row_at;
+      store_head_row(pool_.type(), keys + i * width + h * d, d, pool_.keys(page, layer) + at);
+      store_head_row(pool_.type(), values + i * width + h * d, d, pool_.values(page, layer) + at);
     }
-    done += count;
   }
 }
 
@@ -317,6 +332,11 @@ void PagedSequence::attend(int64_t layer, const float* q, int64_t nq,
   }
   ops::PagedKV kv;
   kv.page_rows = pool_.page_rows();
+  // Head-major pages, in elements (fp32, half) or bytes (8-bit).
+  const auto head_units = static_cast<int64_t>(
+      pool_.type() == KVType::kQ8 ? pool_.head_bytes() : static_cast<size_t>(pool_.head_dim()));
+  kv.row_stride = head_units;
+  kv.head_stride = pool_.page_rows() * head_units;
   if (pool_.type() == KVType::kF32) {
     kv.k_pages = reinterpret_cast<const float* const*>(k_ptrs_.data());
     kv.v_pages = reinterpret_cast<const float* const*>(v_ptrs_.data());

@@ -2,7 +2,9 @@
 // the pages' contents so a new request whose prompt starts like an earlier one (turn 2 of a chat, a
 // shared system prompt, the same document asked again) reuses their keys and values.
 //
-// A page holds page_rows positions of every layer: for each layer K [page_rows, kv_width] then V.
+// A page holds page_rows positions of every layer: for each layer K then V, each head-major
+// [kv_heads][page_rows][head row] (a kv head's rows contiguous: decode attention streams one head
+// at a time; see bench/kv_layout_bench.cpp), passed to ops::attention as page strides.
 // Its content is named by the chain of token keys before and in it (token ids; image pads carry
 // their image's digest, so the same text with another picture never matches). Full pages are
 // indexed by their chain hash and shared read-only between sequences; a finished sequence's last,
@@ -37,14 +39,16 @@ class KVPool {
   // Throws Error(kInvalidArgument) if the budget holds fewer than 2 pages. Without prefix caching
   // nothing is indexed: lookups find nothing and released pages are free at once (and, last in
   // first out, the next to be handed out, so resident memory stays at what is in use).
-  KVPool(int64_t num_layers, int64_t kv_width, KVType type, int64_t page_rows, size_t budget_bytes,
-         bool prefix_caching = true);
+  KVPool(int64_t num_layers, int64_t kv_heads, int64_t head_dim, KVType type, int64_t page_rows,
+         size_t budget_bytes, bool prefix_caching = true);
   ~KVPool();
   KVPool(const KVPool&) = delete;
   KVPool& operator=(const KVPool&) = delete;
 
   int64_t num_layers() const { return num_layers_; }
-  int64_t kv_width() const { return kv_width_; }
+  int64_t kv_width() const { return kv_heads_ * head_dim_; }
+  int64_t kv_heads() const { return kv_heads_; }
+  int64_t head_dim() const { return head_dim_; }
   KVType type() const { return type_; }
   int64_t page_rows() const { return page_rows_; }
   bool prefix_caching() const { return prefix_caching_; }
@@ -54,11 +58,13 @@ class KVPool {
   int64_t pages_for(int64_t positions) const { return (positions + page_rows_ - 1) / page_rows_; }
   KVPoolStats stats() const;
 
-  // Storage of a layer's keys / values in a page: page_rows positions of position_bytes() each.
+  // Storage of a layer's keys / values in a page: page_rows positions of position_bytes() each,
+  // head-major: row r of kv head h at h * page_rows * head_bytes() + r * head_bytes().
   uint8_t* keys(int32_t page, int64_t layer) const;
   uint8_t* values(int32_t page, int64_t layer) const;
-  // Bytes of one position of one layer's keys (or values).
-  size_t position_bytes() const { return kv_position_bytes(type_, kv_width_); }
+  // Bytes of one position of one layer's keys (or values), and of one kv head's part of it.
+  size_t position_bytes() const { return kv_position_bytes(type_, kv_width()); }
+  size_t head_bytes() const { return kv_position_bytes(type_, head_dim_); }
 
   // A page for a sequence's exclusive use (reference count 1), evicting the least recently used
   // idle cached page if no free page is left; -1 if every page is in use.
@@ -105,7 +111,7 @@ class KVPool {
   void unindex(int32_t page);
   void copy_rows(int32_t from, int32_t to, int64_t rows);
 
-  int64_t num_layers_, kv_width_;
+  int64_t num_layers_, kv_heads_, head_dim_;
   KVType type_;
   int64_t page_rows_;
   bool prefix_caching_;

@@ -61,7 +61,7 @@ std::vector<float> attend_next(PagedSequence& seq, int64_t n, const std::vector<
 }
 
 TEST(KVPool, AllocatesWithinBudgetAndFreesUnindexedPages) {
-  KVPool pool(kLayers, kWidth, KVType::kF16, kPage, 3 * page_bytes(KVType::kF16) + 100);
+  KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 3 * page_bytes(KVType::kF16) + 100);
   EXPECT_EQ(pool.total_pages(), 3);
   const int32_t a = pool.allocate(), b = pool.allocate(), c = pool.allocate();
   EXPECT_GE(a, 0);
@@ -77,7 +77,7 @@ TEST(KVPool, AllocatesWithinBudgetAndFreesUnindexedPages) {
 
 TEST(KVPool, BudgetBelowTwoPagesIsAClearError) {
   try {
-    KVPool pool(kLayers, kWidth, KVType::kF16, kPage, page_bytes(KVType::kF16));
+    KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, page_bytes(KVType::kF16));
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
@@ -87,7 +87,7 @@ TEST(KVPool, BudgetBelowTwoPagesIsAClearError) {
 
 TEST(KVPool, FinishedSequenceIsReusedByFullPagesAndACopiedPartialPage) {
   for (KVType type : {KVType::kF16, KVType::kF32}) {
-    KVPool pool(kLayers, kWidth, type, kPage, 16 * page_bytes(type));
+    KVPool pool(kLayers, kKvHeads, kHeadDim, type, kPage, 16 * page_bytes(type));
     const auto keys = iota_keys(100);
     {
       PagedSequence first(pool);
@@ -112,7 +112,7 @@ TEST(KVPool, FinishedSequenceIsReusedByFullPagesAndACopiedPartialPage) {
 }
 
 TEST(KVPool, MatchStopsWhereKeysDifferAndCopiesTheSharedPartOfAFullPage) {
-  KVPool pool(kLayers, kWidth, KVType::kF16, kPage, 16 * page_bytes(KVType::kF16));
+  KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 16 * page_bytes(KVType::kF16));
   const auto keys = iota_keys(64);
   {
     PagedSequence s(pool);
@@ -132,7 +132,7 @@ TEST(KVPool, MatchStopsWhereKeysDifferAndCopiesTheSharedPartOfAFullPage) {
 }
 
 TEST(KVPool, LookupLeavesTheLastPositionToCompute) {
-  KVPool pool(kLayers, kWidth, KVType::kF16, kPage, 16 * page_bytes(KVType::kF16));
+  KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 16 * page_bytes(KVType::kF16));
   const auto keys = iota_keys(64);
   {
     PagedSequence s(pool);
@@ -144,7 +144,7 @@ TEST(KVPool, LookupLeavesTheLastPositionToCompute) {
 }
 
 TEST(KVPool, WithoutPrefixCachingFinishedPagesAreFreeAndReusedFirst) {
-  KVPool pool(kLayers, kWidth, KVType::kF16, kPage, 16 * page_bytes(KVType::kF16),
+  KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 16 * page_bytes(KVType::kF16),
               /*prefix_caching=*/false);
   const auto keys = iota_keys(80);
   {
@@ -167,7 +167,7 @@ TEST(KVPool, WithoutPrefixCachingFinishedPagesAreFreeAndReusedFirst) {
 }
 
 TEST(KVPool, FreePagesGiveTheirMemoryBackAndCachedPagesKeepTheirs) {
-  KVPool pool(kLayers, kWidth, KVType::kF16, kPage, 16 * page_bytes(KVType::kF16));
+  KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 16 * page_bytes(KVType::kF16));
   const auto keys = iota_keys(80);
   {
     PagedSequence s(pool);
@@ -201,7 +201,7 @@ TEST(KVPool, FreePagesGiveTheirMemoryBackAndCachedPagesKeepTheirs) {
 }
 
 TEST(KVPool, IdlePagesAreEvictedLeastRecentlyUsedFirst) {
-  KVPool pool(kLayers, kWidth, KVType::kF16, kPage, 4 * page_bytes(KVType::kF16));
+  KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 4 * page_bytes(KVType::kF16));
   const auto a = iota_keys(32, 0), b = iota_keys(32, 100), c = iota_keys(32, 200);
   for (const auto* keys : {&a, &b, &c}) {
     PagedSequence s(pool);
@@ -225,7 +225,7 @@ TEST(KVPool, IdlePagesAreEvictedLeastRecentlyUsedFirst) {
 }
 
 TEST(KVPool, SequenceFailsCleanlyWhenThePoolIsFull) {
-  KVPool pool(kLayers, kWidth, KVType::kF16, kPage, 2 * page_bytes(KVType::kF16));
+  KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 2 * page_bytes(KVType::kF16));
   PagedSequence s(pool);
   const auto keys = iota_keys(200);
   fill(s, 64, keys, &s);
@@ -241,7 +241,7 @@ TEST(KVPool, SequenceFailsCleanlyWhenThePoolIsFull) {
 TEST(PagedSequence, AttentionEqualsTheContiguousCache) {
   for (KVType type : {KVType::kF16, KVType::kF32, KVType::kQ8}) {
     SCOPED_TRACE(kv_type_name(type));
-    KVPool pool(kLayers, kWidth, type, kPage, 32 * page_bytes(type));
+    KVPool pool(kLayers, kKvHeads, kHeadDim, type, kPage, 32 * page_bytes(type));
     // Scatter the sequence's pages over the pool.
     std::vector<int32_t> spacers;
     for (int i = 0; i < 5; ++i) spacers.push_back(pool.allocate());
@@ -279,8 +279,8 @@ TEST(PagedSequence, AttentionEqualsTheContiguousCache) {
 
 TEST(KVPool, EightBitPagesHoldMorePositionsInTheSameBudget) {
   const size_t budget = 64 * page_bytes(KVType::kF16);
-  KVPool half(kLayers, kWidth, KVType::kF16, kPage, budget);
-  KVPool eight(kLayers, kWidth, KVType::kQ8, kPage, budget);
+  KVPool half(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, budget);
+  KVPool eight(kLayers, kKvHeads, kHeadDim, KVType::kQ8, kPage, budget);
   // 36 bytes per 32 values against 64: 1.78x the pages.
   EXPECT_EQ(half.total_pages(), 64);
   EXPECT_EQ(eight.total_pages(), static_cast<int64_t>(budget / page_bytes(KVType::kQ8)));

@@ -178,7 +178,7 @@ TEST(Serving, CancellingOneRequestLeavesTheOthersRunning) {
 }
 
 TEST(Serving, KVBudgetQueuesRequestsAndRefusesOnesThatCanNeverFit) {
-  const auto engine = load("q8", /*kv_cache_mb=*/1);  // tiny model: 64 pages of 32 positions
+  const auto engine = load("q8", /*kv_cache_mb=*/1);  // tiny model: 16 pages of 128 positions
   const EngineStats s = engine->stats();
   ASSERT_EQ(s.kv_pages_total * s.kv_page_tokens, 2048);
   // A prompt longer than the whole cache is refused with a clear message.

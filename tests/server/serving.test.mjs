@@ -76,6 +76,6 @@ test('/props reports the cache budgets', async () => {
   const props = await (await fetch(`${server.url}/props`)).json();
   assert.equal(props.cache.image_cache_bytes, 16 * 1024 * 1024);
   assert.ok(props.cache.kv_cache_bytes > 0 && props.cache.kv_cache_bytes <= 64 * 1024 * 1024);
-  assert.equal(props.cache.kv_page_tokens, 32);
+  assert.equal(props.cache.kv_page_tokens, 128);
   assert.equal(props.cache.max_batch, 4);
 });
