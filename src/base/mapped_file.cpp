@@ -66,17 +66,6 @@ void MappedFile::release() {
   size_ = 0;
 }
 
-bool populate_pages(const void* p, size_t n) {
-#ifndef MADV_POPULATE_READ
-  constexpr int MADV_POPULATE_READ = 22;  // Linux 5.14; older headers lack the name
-#endif
-  if (p == nullptr || n == 0) return true;
-  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
-  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + n;
-  return ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) == 0;
-}
-
 std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {

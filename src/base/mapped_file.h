@@ -29,12 +29,6 @@ class MappedFile {
   std::string path_;
 };
 
-// Maps the pages of [p, p + n) of a file mapping into the process now, in one system call
-// (MADV_POPULATE_READ). Touching them one fault at a time on first use cost up to ~10x reading
-// them on virtual machines (0.6 vs 16 GB/s for a first pass over a mapped model). Best effort:
-// does nothing on kernels without it (< 5.14). Returns whether it worked.
-bool populate_pages(const void* p, size_t n);
-
 // Reads a whole (small) file into a string; throws Error naming the path.
 std::string read_text_file(const std::string& path);
 bool file_exists(const std::string& path);

@@ -175,7 +175,6 @@ class EngineImpl : public Engine {
   ImageFeatureCache image_cache_;
   KVPool pool_;
   std::once_flag vocabulary_once_;
-  std::once_flag vision_paged_in_;
   std::shared_ptr<const ConstraintVocabulary>
       vocabulary_;       // built on the first constrained request
   Scheduler scheduler_;  // last: its thread stops before the rest goes
@@ -213,7 +212,6 @@ EncodedImages EngineImpl::encode_images(const GenerationRequest& request,
       // Decoding and resizing need no model: they run beside the scheduler's steps.
       PreprocessedImage prepared =
           prepare_image_bytes(in.bytes.data(), in.bytes.size(), limits, pre);
-      std::call_once(vision_paged_in_, [&] { page_in_vision_weights(*model_); });
       std::unique_lock<TurnLock> turn(turn_);
       if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
       // Within blocks of the tower, running requests get a decode step (the turn is fair) before

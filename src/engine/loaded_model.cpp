@@ -116,10 +116,6 @@ std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std
   }
   m->text_weights = load_packed_text_weights(m->config, m->store, types, head_tied);
   m->vision_weights = load_vision_weights(m->config.vision, m->store, types);
-  // The decoder's matrices are paged in now (tens of ms), not by faults on the first prompt's
-  // critical path; the vision tower's wait for the first image (page_in_vision_weights).
-  for_each_matrix(m->text_weights,
-                  [](const ops::PackedMatrix& w) { populate_pages(w.bytes(), w.size_bytes()); });
   QVL_LOG(kDebug) << "pre-packed load: header " << header_ms << " ms, configs "
                   << configs_ms - header_ms << " ms, tokenizer " << tokenizer_ms - configs_ms
                   << " ms, weights " << timer.millis() - tokenizer_ms << " ms";
@@ -193,11 +189,6 @@ int64_t loaded_weight_bytes(const LoadedModel& m) {
   for_each_matrix(m.text_weights, copy);
   for_each_matrix(m.vision_weights, copy);
   return total;
-}
-
-void page_in_vision_weights(const LoadedModel& m) {
-  for_each_matrix(m.vision_weights,
-                  [](const ops::PackedMatrix& w) { populate_pages(w.bytes(), w.size_bytes()); });
 }
 
 }  // namespace qvl

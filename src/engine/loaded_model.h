@@ -45,10 +45,6 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path, const std::stri
 // Bytes of the model's weights as loaded: a pre-packed file's tensors (mapped in place), or a
 // folder's checkpoint (mapped) plus the matrices packed from it at load (owned copies).
 int64_t loaded_weight_bytes(const LoadedModel& model);
-// Pages in the vision tower's matrices of a pre-packed file at once (load does so for the
-// decoder's): a text-only user never holds them, and an image request does not fault them in
-// one at a time on its critical path. Cheap when they are resident already.
-void page_in_vision_weights(const LoadedModel& model);
 // The same (kept for callers that predate pre-packed files).
 inline std::unique_ptr<LoadedModel> load_model_folder(const std::string& path,
                                                       const std::string& quant,

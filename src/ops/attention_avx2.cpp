@@ -165,7 +165,9 @@ void softmax_block(float* scores, const int64_t* visible, int64_t n_tiles, float
       vsum1 = _mm256_add_ps(vsum1, e1);
     }
     alpha[r] = __builtin_exp2f(m[r] - m_new);
-    l[r] = l[r] * alpha[r] + horizontal_sum(_mm256_add_ps(vsum0, vsum1));
+    // One rounding, written out: GCC contracts `l * alpha + sum` into an FMA at -O2 under the
+    // target, not at -O1; the bits must not depend on the optimiser (the AVX-512 task matches).
+    l[r] = __builtin_fmaf(l[r], alpha[r], horizontal_sum(_mm256_add_ps(vsum0, vsum1)));
     m[r] = m_new;
   }
 }

@@ -1,6 +1,4 @@
 #include <gtest/gtest.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -66,34 +64,6 @@ TEST(MappedFile, MapsAndReportsMissing) {
     EXPECT_EQ(e.code(), ErrorCode::kNotFound);
     EXPECT_NE(std::string(e.what()).find("qvl_mapped.bin.nope"), std::string::npos);
   }
-  std::remove(path.c_str());
-}
-
-// After populate_pages, reading the range takes no page faults: the mapping is filled in one call
-// instead of one fault per page on first use.
-TEST(MappedFile, PopulatePagesMapsTheRangeWithoutFaults) {
-  const std::string path = testing::TempDir() + "/qvl_populate.bin";
-  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  const size_t pages = 64;
-  {
-    std::ofstream out(path, std::ios::binary);
-    for (size_t i = 0; i < pages * page; ++i) out.put(static_cast<char>(i * 7));
-  }
-  MappedFile f(path);
-  const auto* bytes = static_cast<const unsigned char*>(f.data());
-  // A range that starts inside a page: the whole first page must be included.
-  if (!populate_pages(bytes + 100, pages * page - 100)) {
-    GTEST_SKIP() << "MADV_POPULATE_READ not supported by this kernel";
-  }
-  rusage before{};
-  ::getrusage(RUSAGE_THREAD, &before);
-  unsigned sum = 0;
-  for (size_t i = 0; i < pages; ++i) sum += bytes[i * page];
-  rusage after{};
-  ::getrusage(RUSAGE_THREAD, &after);
-  EXPECT_LE(after.ru_minflt - before.ru_minflt, 1) << "pages faulted in on first read";
-  EXPECT_EQ(sum % 7, 0u);
-  EXPECT_TRUE(populate_pages(nullptr, 0));
   std::remove(path.c_str());
 }
 
