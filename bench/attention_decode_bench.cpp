@@ -1,7 +1,7 @@
 // Decode attention as the engine meets it: one query token (16 q heads on 8 kv heads of 128, the
 // 2B text model) against a paged KV cache laid out like engine/kv_pool (a page holds page_rows
-// positions of every layer, K then V per layer, each head-major; pages handed out in shuffled
-// order), one layer
+// positions of every layer, K then V per layer, 8-bit ones head-major; pages handed out in
+// shuffled order), one layer
 // per call, the layers in turn, so each call reads its layer's K/V from DRAM (all 28 layers: 448
 // MiB at 4K, far more than the last-level cache). Counters: GB/s (K/V bytes per second over all
 // calls), best_GB/s (the fastest call: the least disturbed on a shared machine) and pct_dram,
@@ -91,9 +91,10 @@ PagedCache::PagedCache(int64_t nk_, bool q8_) : nk(nk_), q8(q8_) {
 qvl::ops::PagedKV PagedCache::layer(int64_t l) const {
   qvl::ops::PagedKV kv;
   kv.page_rows = kPageRows;
-  const int64_t head_row = q8 ? qvl::ops::kv_q8_bytes(128) : 128;  // head-major pages
-  kv.row_stride = head_row;
-  kv.head_stride = kPageRows * head_row;
+  if (q8) {  // head-major pages (fp32 and half: position-major, strides 0)
+    kv.row_stride = qvl::ops::kv_q8_bytes(128);
+    kv.head_stride = kPageRows * kv.row_stride;
+  }
   const auto i = static_cast<size_t>(l);
   if (q8) {
     kv.k8_pages = reinterpret_cast<const int8_t* const*>(k_ptrs[i].data());

@@ -177,12 +177,12 @@ uint64_t KVPool::chain_hash(uint64_t parent, const uint64_t* keys, int64_t n) {
 }
 
 void KVPool::copy_rows(int32_t from, int32_t to, int64_t rows) {
-  // The first `rows` rows of every head (head-major: one run per head).
-  const size_t bytes = static_cast<size_t>(rows) * head_bytes();
-  const size_t head_at = static_cast<size_t>(page_rows_) * head_bytes();
+  // The first `rows` rows of every head: one run per head (head-major) or for all of them.
+  const int64_t runs = head_major() ? kv_heads_ : 1;
+  const size_t bytes = static_cast<size_t>(rows) * (head_major() ? head_bytes() : position_bytes());
   for (int64_t layer = 0; layer < num_layers_; ++layer) {
-    for (int64_t h = 0; h < kv_heads_; ++h) {
-      const size_t at = static_cast<size_t>(h) * head_at;
+    for (int64_t h = 0; h < runs; ++h) {
+      const size_t at = static_cast<size_t>(h) * head_stride_bytes();
       std::memcpy(keys(to, layer) + at, keys(from, layer) + at, bytes);
       std::memcpy(values(to, layer) + at, values(from, layer) + at, bytes);
     }
@@ -307,14 +307,13 @@ void store_head_row(KVType type, const float* x, int64_t n, uint8_t* out) {
 void PagedSequence::write(int64_t layer, const float* keys, const float* values, int64_t n) {
   const int64_t rows = pool_.page_rows(), width = pool_.kv_width();
   const int64_t heads = pool_.kv_heads(), d = pool_.head_dim();
-  const size_t head_bytes = pool_.head_bytes();
-  const size_t head_at = static_cast<size_t>(rows) * head_bytes;
+  const size_t row_stride = pool_.row_stride_bytes(), head_stride = pool_.head_stride_bytes();
   for (int64_t i = 0; i < n; ++i) {
     const int64_t pos = length_ + i;
     const int32_t page = pages_[pos / rows];
-    const size_t row_at = static_cast<size_t>(pos % rows) * head_bytes;
+    const size_t row_at = static_cast<size_t>(pos % rows) * row_stride;
     for (int64_t h = 0; h < heads; ++h) {
-      const size_t at = static_cast<size_t>(h) * head_at + row_at;
+      const size_t at = static_cast<size_t>(h) * head_stride + row_at;
       store_head_row(pool_.type(), keys + i * width + h * d, d, pool_.keys(page, layer) + at);
       store_head_row(pool_.type(), values + i * width + h * d, d, pool_.values(page, layer) + at);
     }
@@ -332,11 +331,12 @@ void PagedSequence::attend(int64_t layer, const float* q, int64_t nq,
   }
   ops::PagedKV kv;
   kv.page_rows = pool_.page_rows();
-  // Head-major pages, in elements (fp32, half) or bytes (8-bit).
-  const auto head_units = static_cast<int64_t>(
-      pool_.type() == KVType::kQ8 ? pool_.head_bytes() : static_cast<size_t>(pool_.head_dim()));
-  kv.row_stride = head_units;
-  kv.head_stride = pool_.page_rows() * head_units;
+  // The pages' strides in elements (fp32, half) or bytes (8-bit).
+  const size_t unit = pool_.type() == KVType::kF32   ? sizeof(float)
+                      : pool_.type() == KVType::kF16 ? sizeof(uint16_t)
+                                                     : 1;
+  kv.row_stride = static_cast<int64_t>(pool_.row_stride_bytes() / unit);
+  kv.head_stride = static_cast<int64_t>(pool_.head_stride_bytes() / unit);
   if (pool_.type() == KVType::kF32) {
     kv.k_pages = reinterpret_cast<const float* const*>(k_ptrs_.data());
     kv.v_pages = reinterpret_cast<const float* const*>(v_ptrs_.data());

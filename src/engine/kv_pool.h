@@ -2,9 +2,10 @@
 // the pages' contents so a new request whose prompt starts like an earlier one (turn 2 of a chat, a
 // shared system prompt, the same document asked again) reuses their keys and values.
 //
-// A page holds page_rows positions of every layer: for each layer K then V, each head-major
-// [kv_heads][page_rows][head row] (a kv head's rows contiguous: decode attention streams one head
-// at a time; see bench/kv_layout_bench.cpp), passed to ops::attention as page strides.
+// A page holds page_rows positions of every layer: for each layer K then V, each position-major
+// [page_rows][kv_heads][head row] for fp32/half, head-major [kv_heads][page_rows][head row] for
+// 8-bit (a kv head's rows contiguous, which decode attention streams faster for 8-bit and slower
+// for half; bench/kv_layout_bench.cpp), passed to ops::attention as page strides.
 // Its content is named by the chain of token keys before and in it (token ids; image pads carry
 // their image's digest, so the same text with another picture never matches). Full pages are
 // indexed by their chain hash and shared read-only between sequences; a finished sequence's last,
@@ -59,9 +60,14 @@ class KVPool {
   KVPoolStats stats() const;
 
   // Storage of a layer's keys / values in a page: page_rows positions of position_bytes() each,
-  // head-major: row r of kv head h at h * page_rows * head_bytes() + r * head_bytes().
+  // row r of kv head h at r * row_stride_bytes() + h * head_stride_bytes().
   uint8_t* keys(int32_t page, int64_t layer) const;
   uint8_t* values(int32_t page, int64_t layer) const;
+  bool head_major() const { return type_ == KVType::kQ8; }
+  size_t row_stride_bytes() const { return head_major() ? head_bytes() : position_bytes(); }
+  size_t head_stride_bytes() const {
+    return head_major() ? static_cast<size_t>(page_rows_) * head_bytes() : head_bytes();
+  }
   // Bytes of one position of one layer's keys (or values), and of one kv head's part of it.
   size_t position_bytes() const { return kv_position_bytes(type_, kv_width()); }
   size_t head_bytes() const { return kv_position_bytes(type_, head_dim_); }

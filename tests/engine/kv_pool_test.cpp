@@ -86,7 +86,8 @@ TEST(KVPool, BudgetBelowTwoPagesIsAClearError) {
 }
 
 TEST(KVPool, FinishedSequenceIsReusedByFullPagesAndACopiedPartialPage) {
-  for (KVType type : {KVType::kF16, KVType::kF32}) {
+  // (8-bit pages are head-major: the partial copy is one run per head.)
+  for (KVType type : {KVType::kF16, KVType::kF32, KVType::kQ8}) {
     KVPool pool(kLayers, kKvHeads, kHeadDim, type, kPage, 16 * page_bytes(type));
     const auto keys = iota_keys(100);
     {
