@@ -28,6 +28,7 @@
 #include "ops/kv_q8.h"
 #include "ops/machine_probe.h"
 #include "ops/machine_probe_kernels.h"
+#include "page_read.h"
 
 namespace {
 
@@ -159,31 +160,12 @@ BENCHMARK(BM_DecodeAttentionPaged)
 
 namespace {
 
-// Reads a layer's K and V pages with every pool thread (pages split between them) with the
-// machine probe's read loop: a plain read of the same bytes in the same layout.
+// A plain read of layer l's K and V pages (the machine probe's loop).
 uint64_t read_layer(const PagedCache& c, int64_t l) {
-  const auto& kp = c.k_ptrs[static_cast<size_t>(l)];
-  const auto& vp = c.v_ptrs[static_cast<size_t>(l)];
-  const size_t pages = kp.size();
-  const auto read = qvl::ops::active_isa() >= qvl::ops::IsaLevel::kAvx2
-                        ? qvl::ops::probe_kernels::read_sum_avx2
-                        : qvl::ops::probe_kernels::read_sum_scalar;
-  std::vector<uint64_t> sums(2 * pages);
-  qvl::ThreadPool::global().parallel_for(2 * pages, [&](size_t b, size_t e) {
-    for (size_t i = b; i < e; ++i) {
-      const auto* page = static_cast<const uint8_t*>(i < pages ? kp[i] : vp[i - pages]);
-      sums[i] = read(page, static_cast<size_t>(c.layer_bytes));
-    }
-  });
-  uint64_t total = 0;
-  for (const uint64_t x : sums) total += x;
-  return total;
+  return qvl::bench::read_pages(c.k_ptrs[static_cast<size_t>(l)], c.v_ptrs[static_cast<size_t>(l)],
+                                static_cast<size_t>(c.layer_bytes));
 }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using qvl::bench::median;
 
 // Each step calls the attention on one layer, then reads the next layer's K/V plainly: both see
 // the same machine at nearly the same moment, so pct_read (the attention's median rate against

@@ -27,6 +27,7 @@
 #include "ops/kv_q8.h"
 #include "ops/machine_probe.h"
 #include "ops/machine_probe_kernels.h"
+#include "page_read.h"
 
 namespace {
 
@@ -118,30 +119,12 @@ qvl::ops::PagedKV LayoutCache::layer(int64_t l) const {
   return kv;
 }
 
-// A plain read of a layer's K and V pages with every pool thread (the machine probe's loop).
+// A plain read of layer l's K and V pages (the machine probe's loop).
 uint64_t read_layer(const LayoutCache& c, int64_t l) {
-  const auto& kp = c.k_ptrs[static_cast<size_t>(l)];
-  const auto& vp = c.v_ptrs[static_cast<size_t>(l)];
-  const size_t pages = kp.size();
-  const auto read = qvl::ops::active_isa() >= qvl::ops::IsaLevel::kAvx2
-                        ? qvl::ops::probe_kernels::read_sum_avx2
-                        : qvl::ops::probe_kernels::read_sum_scalar;
-  std::vector<uint64_t> sums(2 * pages);
-  qvl::ThreadPool::global().parallel_for(2 * pages, [&](size_t b, size_t e) {
-    for (size_t i = b; i < e; ++i) {
-      const auto* page = static_cast<const uint8_t*>(i < pages ? kp[i] : vp[i - pages]);
-      sums[i] = read(page, static_cast<size_t>(c.layer_bytes));
-    }
-  });
-  uint64_t total = 0;
-  for (const uint64_t x : sums) total += x;
-  return total;
+  return qvl::bench::read_pages(c.k_ptrs[static_cast<size_t>(l)], c.v_ptrs[static_cast<size_t>(l)],
+                                static_cast<size_t>(c.layer_bytes));
 }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using qvl::bench::median;
 
 void BM_DecodeAttentionLayouts(benchmark::State& state) {
   const int64_t nk = state.range(0);
