@@ -13,7 +13,6 @@
 // Args: context, kv type (0 f16, 1 q8), threads (0: the default pool), hot.
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -21,20 +20,16 @@
 #include <random>
 #include <vector>
 
-#include "base/aligned_buffer.h"
 #include "base/thread_pool.h"
+#include "kv_pages.h"
 #include "ops/attention.h"
-#include "ops/half_convert.h"
-#include "ops/kv_q8.h"
 #include "ops/machine_probe.h"
-#include "ops/machine_probe_kernels.h"
-#include "page_read.h"
 
 namespace {
 
 using qvl::ops::AttentionShape;
 
-constexpr int64_t kLayers = 28, kPageRows = 128;
+constexpr int64_t kLayers = qvl::bench::kKVLayers;
 
 // The probe's DRAM read rate (bytes/s) with the pool's thread count (measured once, 1 and all).
 double probe_dram_rate() {
@@ -42,70 +37,8 @@ double probe_dram_rate() {
   return probe.at(qvl::ThreadPool::global().size()).dram_read_gb_per_s * 1e9;
 }
 
-// The KV pool of 28 layers at context nk, laid out like engine/kv_pool, and its page tables.
-struct PagedCache {
-  PagedCache(int64_t nk, bool q8);
-  qvl::ops::PagedKV layer(int64_t l) const;
-  int64_t nk, row_bytes, layer_bytes;
-  bool q8;
-  qvl::AlignedBuffer<uint8_t> pool;
-  std::vector<std::vector<const void*>> k_ptrs, v_ptrs;
-};
-
-PagedCache::PagedCache(int64_t nk_, bool q8_) : nk(nk_), q8(q8_) {
-  const int64_t width = 8 * 128;
-  row_bytes = q8 ? qvl::ops::kv_q8_bytes(width) : width * 2;
-  layer_bytes = kPageRows * row_bytes;  // K (or V) of one layer in a page
-  const int64_t page_bytes = 2 * kLayers * layer_bytes;
-  const int64_t pages = (nk + kPageRows - 1) / kPageRows;
-  pool = qvl::AlignedBuffer<uint8_t>(static_cast<size_t>(pages * page_bytes));
-  std::mt19937 rng(11);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  // A few random blocks repeated (the speed does not depend on which numbers).
-  constexpr int64_t kBlocks = 7;
-  std::vector<float> rows(static_cast<size_t>(kBlocks * kPageRows * width));
-  for (auto& v : rows) v = dist(rng);
-  for (int64_t x = 0; x < pages * 2 * kLayers; ++x) {
-    const float* src = rows.data() + x % kBlocks * kPageRows * width;
-    uint8_t* dst = pool.data() + x * layer_bytes;
-    if (q8) {
-      qvl::ops::quantize_kv_q8(src, kPageRows * width, reinterpret_cast<int8_t*>(dst));
-    } else {
-      qvl::ops::f32_to_f16_row(src, kPageRows * width, reinterpret_cast<uint16_t*>(dst));
-    }
-  }
-  std::vector<int64_t> slot(static_cast<size_t>(pages));
-  for (int64_t x = 0; x < pages; ++x) slot[static_cast<size_t>(x)] = x;
-  std::shuffle(slot.begin(), slot.end(), std::mt19937(7));
-  // Page tables per layer, as PagedSequence::attend builds them.
-  k_ptrs.resize(kLayers);
-  v_ptrs.resize(kLayers);
-  for (int64_t l = 0; l < kLayers; ++l) {
-    for (int64_t x = 0; x < pages; ++x) {
-      const uint8_t* page = pool.data() + slot[static_cast<size_t>(x)] * page_bytes;
-      k_ptrs[static_cast<size_t>(l)].push_back(page + 2 * l * layer_bytes);
-      v_ptrs[static_cast<size_t>(l)].push_back(page + (2 * l + 1) * layer_bytes);
-    }
-  }
-}
-
-qvl::ops::PagedKV PagedCache::layer(int64_t l) const {
-  qvl::ops::PagedKV kv;
-  kv.page_rows = kPageRows;
-  if (q8) {  // head-major pages (fp32 and half: position-major, strides 0)
-    kv.row_stride = qvl::ops::kv_q8_bytes(128);
-    kv.head_stride = kPageRows * kv.row_stride;
-  }
-  const auto i = static_cast<size_t>(l);
-  if (q8) {
-    kv.k8_pages = reinterpret_cast<const int8_t* const*>(k_ptrs[i].data());
-    kv.v8_pages = reinterpret_cast<const int8_t* const*>(v_ptrs[i].data());
-  } else {
-    kv.k16_pages = reinterpret_cast<const uint16_t* const*>(k_ptrs[i].data());
-    kv.v16_pages = reinterpret_cast<const uint16_t* const*>(v_ptrs[i].data());
-  }
-  return kv;
-}
+using qvl::bench::engine_kv_layout;
+using qvl::bench::PagedKVCache;
 
 void BM_DecodeAttentionPaged(benchmark::State& state) {
   const int64_t nk = state.range(0);
@@ -114,7 +47,7 @@ void BM_DecodeAttentionPaged(benchmark::State& state) {
   if (threads > 0) qvl::ThreadPool::set_global_threads(threads);
   const int64_t layers_called = state.range(3) != 0 ? 1 : kLayers;
   const AttentionShape s{16, 8, 128, 1.0f / std::sqrt(128.0f)};
-  const PagedCache cache(nk, q8);
+  const PagedKVCache cache(engine_kv_layout(q8), nk, q8);
   const int64_t row_bytes = cache.row_bytes;
   std::mt19937 rng(12);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -160,11 +93,6 @@ BENCHMARK(BM_DecodeAttentionPaged)
 
 namespace {
 
-// A plain read of layer l's K and V pages (the machine probe's loop).
-uint64_t read_layer(const PagedCache& c, int64_t l) {
-  return qvl::bench::read_pages(c.k_ptrs[static_cast<size_t>(l)], c.v_ptrs[static_cast<size_t>(l)],
-                                static_cast<size_t>(c.layer_bytes));
-}
 using qvl::bench::median;
 
 // Each step calls the attention on one layer, then reads the next layer's K/V plainly: both see
@@ -174,7 +102,8 @@ using qvl::bench::median;
 // threads). Args: context, kv type (0 f16, 1 q8).
 void BM_DecodeAttentionPagedVsRead(benchmark::State& state) {
   const int64_t nk = state.range(0);
-  const PagedCache cache(nk, state.range(1) != 0);
+  const bool q8 = state.range(1) != 0;
+  const PagedKVCache cache(engine_kv_layout(q8), nk, q8);
   const AttentionShape s{16, 8, 128, 1.0f / std::sqrt(128.0f)};
   std::vector<float> q(static_cast<size_t>(s.n_heads * s.head_dim), 0.5f), out(q.size());
   std::vector<double> attend_s, read_s;
@@ -184,7 +113,7 @@ void BM_DecodeAttentionPagedVsRead(benchmark::State& state) {
     const auto t0 = std::chrono::steady_clock::now();
     qvl::ops::attention(q.data(), 1, kv, nk, s, nk - 1, out.data());
     const auto t1 = std::chrono::steady_clock::now();
-    benchmark::DoNotOptimize(read_layer(cache, (layer + 1) % kLayers));
+    benchmark::DoNotOptimize(cache.read_layer((layer + 1) % kLayers));
     const auto t2 = std::chrono::steady_clock::now();
     benchmark::DoNotOptimize(out.data());
     attend_s.push_back(std::chrono::duration<double>(t1 - t0).count());
