@@ -65,30 +65,15 @@ using testing::make_cache;
 using testing::Storage;
 using testing::storage_name;
 
-// Rows copied into pages of page_rows rows in shuffled slots of a pool; spare slots and unused
-// tail rows hold `poison`.
+// Whole rows (row_units each) in pages of page_rows rows in shuffled slots of a pool; spare slots
+// and unused tail rows hold `poison` (the fixture's scatter with one "head" per row).
 template <typename T>
-struct Pool {
-  std::vector<T> storage;
-  std::vector<const T*> pages;
-};
+using Pool = testing::PagePool<T>;
 template <typename T>
 Pool<T> paginate(const std::vector<T>& rows, int64_t nk, int64_t row_units, int64_t page_rows,
                  T poison, uint32_t seed) {
-  const int64_t n_pages = (nk + page_rows - 1) / page_rows, slots = n_pages + 2;
-  const int64_t page_units = page_rows * row_units;
-  Pool<T> pool;
-  pool.storage.assign(static_cast<size_t>(slots * page_units), poison);
-  std::vector<int64_t> slot(static_cast<size_t>(slots));
-  for (int64_t i = 0; i < slots; ++i) slot[static_cast<size_t>(i)] = i;
-  std::shuffle(slot.begin(), slot.end(), std::mt19937(seed));
-  for (int64_t x = 0; x < n_pages; ++x) {
-    T* dst = pool.storage.data() + slot[static_cast<size_t>(x)] * page_units;
-    const int64_t count = std::min(page_rows, nk - x * page_rows) * row_units;
-    std::copy(rows.begin() + x * page_units, rows.begin() + x * page_units + count, dst);
-    pool.pages.push_back(dst);
-  }
-  return pool;
+  return testing::scatter_pages(rows, nk, 1, row_units, page_rows,
+                                {.row = row_units, .head = row_units}, poison, seed);
 }
 
 // The cache in pages of page_rows positions (0: one page), kept alive with its PagedKV.
