@@ -57,12 +57,15 @@ std::string unique_prompt(const Engine& engine, int64_t target) {
   return prompt_of_length(engine, target, " r" + std::to_string(next_unique()) + ":");
 }
 
-// The phase's time split into the named works and "other" (everything else, the phase's own
-// time included), each divided by `per`.
+// The figure's time (`figure_ms`, or the phase's if longer) split into the named works and
+// "other", each divided by `per`. "other" is everything else: the phase's own time and any time
+// outside the profiled scopes (the scheduler between steps, or the thread waiting for a core on a
+// busy machine), so the stages always add up to the figure.
 StageTimes stages_of(const profile::Totals& t, Phase phase,
-                     std::initializer_list<std::pair<const char*, Work>> named, double per) {
+                     std::initializer_list<std::pair<const char*, Work>> named, double per,
+                     double figure_ms) {
   StageTimes out;
-  double rest = t.phase_ms(phase);
+  double rest = std::max(t.phase_ms(phase), figure_ms);
   for (const auto& [name, work] : named) {
     out.emplace_back(name, t.ms(phase, work) / per);
     rest -= t.ms(phase, work);
@@ -79,22 +82,22 @@ void accumulate(StageTimes& a, const StageTimes& b, int n) {
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) a[i].second += b[i].second / n;
 }
 
-StageTimes vision_stages(const profile::Totals& t) {
+StageTimes vision_stages(const profile::Totals& t, double figure_ms) {
   return stages_of(t, Phase::kVision,
                    {{"patch_embed", Work::kPatchEmbed},
                     {"blocks_gemm", Work::kMatmul},
                     {"attention", Work::kAttention},
                     {"merger_deepstack", Work::kMerger}},
-                   1.0);
+                   1.0, figure_ms);
 }
 
-StageTimes decode_stages(const profile::Totals& t, double steps) {
+StageTimes decode_stages(const profile::Totals& t, double steps, double figure_ms) {
   return stages_of(t, Phase::kDecode,
                    {{"gemv", Work::kMatmul},
                     {"attention", Work::kAttention},
                     {"lm_head", Work::kLmHead},
                     {"sampler", Work::kSampler}},
-                   steps);
+                   steps, figure_ms);
 }
 
 double decode_rate(const GenerationResult& r) {
@@ -145,14 +148,16 @@ RunFigures measure_run(Engine& engine, const BenchSettings& s) {
     ttft.push_back(small.stats.ttft_ms);
     f.ttft_prompt_tokens = small.stats.prompt_tokens;
     f.vision_small.patches = small.stats.image_tokens * engine.info().cost.patches_per_image_token;
-    accumulate(f.vision_small.stages, vision_stages(profile::totals()), s.repeats);
+    accumulate(f.vision_small.stages, vision_stages(profile::totals(), small.stats.image_ms),
+               s.repeats);
     if (s.large_image) {
       profile::reset();
       const GenerationResult large = engine.generate(image_request(1024, 768));
       vision_large.push_back(large.stats.image_ms);
       f.vision_large.patches =
           large.stats.image_tokens * engine.info().cost.patches_per_image_token;
-      accumulate(f.vision_large.stages, vision_stages(profile::totals()), s.repeats);
+      accumulate(f.vision_large.stages, vision_stages(profile::totals(), large.stats.image_ms),
+                 s.repeats);
     }
 
     profile::reset();
@@ -166,7 +171,7 @@ RunFigures measure_run(Engine& engine, const BenchSettings& s) {
         stages_of(
             profile::totals(), Phase::kPrefill,
             {{"gemm", Work::kMatmul}, {"attention", Work::kAttention}, {"lm_head", Work::kLmHead}},
-            1.0),
+            1.0, pre.stats.prompt_ms),
         s.repeats);
 
     profile::reset();
@@ -175,7 +180,8 @@ RunFigures measure_run(Engine& engine, const BenchSettings& s) {
     decode_tps.push_back(decode_rate(dec));
     const auto steps = static_cast<double>(std::max<int64_t>(1, dec.stats.completion_tokens - 1));
     f.decode_mean_context = static_cast<double>(dec.stats.prompt_tokens) + steps / 2;
-    accumulate(f.decode_stages, decode_stages(profile::totals(), steps), s.repeats);
+    accumulate(f.decode_stages, decode_stages(profile::totals(), steps, dec.stats.decode_ms),
+               s.repeats);
     f.decode_dispatches_per_token +=
         static_cast<double>(profile::totals().dispatches[static_cast<int>(Phase::kDecode)]) /
         steps / s.repeats;
@@ -205,7 +211,7 @@ RunFigures measure_run(Engine& engine, const BenchSettings& s) {
     const auto steps = static_cast<double>(std::max<int64_t>(1, r.stats.completion_tokens - 1));
     f.contexts.push_back({context, decode_rate(r),
                           static_cast<double>(r.stats.prompt_tokens) + steps / 2,
-                          decode_stages(profile::totals(), steps)});
+                          decode_stages(profile::totals(), steps, r.stats.decode_ms)});
   }
   return f;
 }
