@@ -9,6 +9,8 @@
 #include "engine/model_quantizer.h"
 #include "hub/model_pull.h"
 #include "model/packed_file.h"
+#include "model/weight_types.h"
+#include "ops/packed_matrix.h"
 
 namespace qvl::cli {
 namespace {
@@ -35,10 +37,11 @@ void quantize(const QuantizeOptions& o) {
   const Timer timer;
   const QuantizeSummary s = quantize_model_folder(dir, o.quant, o.out, o.vision_quant);
   QVL_LOG(kInfo) << "wrote " << o.out << ": " << o.quant << " (vision "
-                 << (o.vision_quant.empty() ? "bf16" : o.vision_quant) << "), " << s.packed_matrices
-                 << " packed matrices, " << s.stored_tensors << " tensors as stored, "
-                 << s.embedded_files << " embedded files, " << s.file_bytes / (1 << 20)
-                 << " MiB in " << static_cast<int>(timer.millis()) << " ms";
+                 << ops::quant_type_name(weight_types_for(o.quant, "", o.vision_quant).vision)
+                 << "), " << s.packed_matrices << " packed matrices, " << s.stored_tensors
+                 << " tensors as stored, " << s.embedded_files << " embedded files, "
+                 << s.file_bytes / (1 << 20) << " MiB in " << static_cast<int>(timer.millis())
+                 << " ms";
 }
 
 }  // namespace

@@ -15,9 +15,9 @@ struct QuantizeSummary {
   size_t file_bytes = 0;
 };
 
-// quant: "bf16", "q8" or "q4"; vision_quant: "" (bf16), "bf16" or "q8". Checks that the folder
-// loads (config, generation and preprocessor configs, tokenizer) before writing; out_path is
-// written atomically. Throws qvl::Error naming the folder or file.
+// quant: "bf16", "q8" or "q4"; vision_quant: "bf16", "q8" or "" (weight_types_for's default).
+// Checks that the folder loads (config, generation and preprocessor configs, tokenizer) before
+// writing; out_path is written atomically. Throws qvl::Error naming the folder or file.
 QuantizeSummary quantize_model_folder(const std::string& model_dir, const std::string& quant,
                                       const std::string& out_path,
                                       const std::string& vision_quant = "");
