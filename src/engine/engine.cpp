@@ -25,6 +25,7 @@
 #include "engine/stop_matcher.h"
 #include "engine/turn_lock.h"
 #include "model/rope_index.h"
+#include "ops/attention.h"
 #include "ops/int8_gemm.h"
 #include "tokenizer/incremental_decoder.h"
 
@@ -237,6 +238,7 @@ EncodedImages EngineImpl::encode_images(const GenerationRequest& request,
       }
       turn.unlock();
       ops::release_int8_gemm_scratch();  // this thread's copy of an image-sized x
+      ops::release_attention_scratch();  // and its image-sized K/V panels
       return_free_heap_to_os();  // the tower's activations (tens of MB per image) were just freed
       image_cache_.insert(key, features);
       out.features.push_back(std::move(features));

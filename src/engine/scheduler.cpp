@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/stage_profile.h"
 #include "base/timer.h"
+#include "ops/attention.h"
 
 namespace qvl {
 
@@ -95,6 +96,7 @@ void Scheduler::loop() {
       // system.
       if (running.empty()) {
         pool_.release_free_memory();
+        ops::release_attention_scratch();  // this thread's prompt-sized K/V panels
         return_free_heap_to_os();
       }
     }

@@ -53,4 +53,9 @@ PagedKV with_strides(const PagedKV& kv, const AttentionShape& shape);
 void attention(const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
                const AttentionShape& shape, int64_t causal_offset, float* out);
 
+// Frees the calling thread's K/V panels, which otherwise keep the size of its largest call (e.g.
+// an image's on a request thread, a long prompt's on the scheduler's); the next call allocates
+// again.
+void release_attention_scratch();
+
 }  // namespace qvl::ops
