@@ -1,8 +1,10 @@
 #include "ops/attention.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "base/aligned_buffer.h"
@@ -103,31 +105,11 @@ int64_t task_scratch_floats(int64_t rows, int64_t head_dim, int64_t heads) {
 
 namespace {
 
+using attention_kernels::key_row;
 using attention_kernels::kKeyTile;
-
-// Row j of kv head kvh of keys (or values: the pages given) as fp32: the stored row, or a
-// conversion into tmp. kv has its strides filled in.
-const float* kv_row(const float* const* f32, const uint16_t* const* f16, const int8_t* const* q8,
-                    const PagedKV& kv, int64_t j, int64_t kvh, const AttentionShape& s,
-                    float* tmp) {
-  const int64_t page = j / kv.page_rows;
-  const int64_t at = (j % kv.page_rows) * kv.row_stride + kvh * kv.head_stride;
-  if (f32 != nullptr) return f32[page] + at;
-  if (f16 != nullptr) {
-    f16_to_f32_row(f16[page] + at, s.head_dim, tmp);
-  } else {
-    dequantize_kv_q8(q8[page] + at, s.head_dim, tmp);
-  }
-  return tmp;
-}
-const float* key_row(const PagedKV& kv, int64_t j, int64_t kvh, const AttentionShape& s,
-                     float* tmp) {
-  return kv_row(kv.k_pages, kv.k16_pages, kv.k8_pages, kv, j, kvh, s, tmp);
-}
-const float* value_row(const PagedKV& kv, int64_t j, int64_t kvh, const AttentionShape& s,
-                       float* tmp) {
-  return kv_row(kv.v_pages, kv.v16_pages, kv.v8_pages, kv, j, kvh, s, tmp);
-}
+using attention_kernels::pack_key_panels;
+using attention_kernels::pack_value_panels;
+using attention_kernels::value_row;
 
 // The contiguous storage as a single page of all nk rows (internally a page may hold any number
 // of rows; the public multiple-of-16 rule only keeps that freedom for later).
@@ -156,48 +138,9 @@ PagedKV one_page(const T* const* k, const T* const* v, int64_t nk) {
 // would otherwise be mapped and faulted in afresh for every layer (15% of vision attention).
 struct Panels {
   AlignedBuffer<float> keys, values;
+  AlignedBuffer<uint32_t> k_pairs, v_pairs;  // bf16 products
 };
 thread_local Panels t_panels;
-
-// k [nk, n_kv_heads, d] -> panels [n_kv_heads, tiles, d, kKeyTile], zero-padded keys.
-void pack_key_panels(const PagedKV& kv, int64_t nk, const AttentionShape& s, float* panels) {
-  const int64_t d = s.head_dim, tiles = (nk + kKeyTile - 1) / kKeyTile;
-  ThreadPool::global().parallel_for(
-      static_cast<size_t>(s.n_kv_heads * tiles), [&](size_t b, size_t e) {
-        std::vector<float> tmp(static_cast<size_t>(d));
-        for (size_t index = b; index < e; ++index) {
-          const int64_t kvh = static_cast<int64_t>(index) / tiles;
-          const int64_t tile = static_cast<int64_t>(index) % tiles;
-          float* panel = panels + (kvh * tiles + tile) * d * kKeyTile;
-          const int64_t keys = std::min(kKeyTile, nk - tile * kKeyTile);
-          for (int64_t jj = 0; jj < kKeyTile; ++jj) {
-            if (jj >= keys) {
-              for (int64_t c = 0; c < d; ++c) panel[c * kKeyTile + jj] = 0.0f;
-              continue;
-            }
-            const float* row = key_row(kv, tile * kKeyTile + jj, kvh, s, tmp.data());
-            for (int64_t c = 0; c < d; ++c) panel[c * kKeyTile + jj] = row[c];
-          }
-        }
-      });
-}
-
-// v [nk, n_kv_heads, d] -> panels [n_kv_heads, d / kKeyTile, nk, kKeyTile].
-void pack_value_panels(const PagedKV& kv, int64_t nk, const AttentionShape& s, float* panels) {
-  const int64_t d = s.head_dim, n_panels = d / kKeyTile;
-  ThreadPool::global().parallel_for(static_cast<size_t>(nk), [&](size_t b, size_t e) {
-    std::vector<float> tmp(static_cast<size_t>(d));
-    for (int64_t kvh = 0; kvh < s.n_kv_heads; ++kvh) {
-      for (size_t j = b; j < e; ++j) {
-        const float* src = value_row(kv, static_cast<int64_t>(j), kvh, s, tmp.data());
-        for (int64_t x = 0; x < n_panels; ++x) {
-          std::copy(src + x * kKeyTile, src + (x + 1) * kKeyTile,
-                    panels + ((kvh * n_panels + x) * nk + static_cast<int64_t>(j)) * kKeyTile);
-        }
-      }
-    }
-  });
-}
 
 // The reference on contiguous fp32 copies of paged or half keys/values.
 void reference_on(const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
@@ -224,8 +167,9 @@ void reference_on(const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
   attention_kernels::attention_reference(q, nq, k.data(), v.data(), nk, s, causal_offset, out);
 }
 
-void attention_on(IsaLevel isa, const float* q, int64_t nq, const PagedKV& given, int64_t nk,
-                  const AttentionShape& s, int64_t causal_offset, float* out) {
+// attention_on with the bf16 products decided: bf16 needs isa == kAvx512.
+void attention_with(IsaLevel isa, bool bf16, const float* q, int64_t nq, const PagedKV& given,
+                    int64_t nk, const AttentionShape& s, int64_t causal_offset, float* out) {
   const PagedKV kv = with_strides(given, s);
   const bool q8 = kv.k8_pages != nullptr;
   const bool fast_shape = s.head_dim > 0 && s.head_dim % (q8 ? kKvQ8Block : 16) == 0 &&
@@ -261,6 +205,19 @@ void attention_on(IsaLevel isa, const float* q, int64_t nq, const PagedKV& given
   pack_value_panels(kv, nk, s, values.data());
   p.k_panels = panels.data();
   p.v_panels = values.data();
+  if (bf16) {
+    AlignedBuffer<uint32_t>& k_pairs = t_panels.k_pairs;
+    AlignedBuffer<uint32_t>& v_pairs = t_panels.v_pairs;
+    k_pairs.resize(panels.size() / 2);
+    v_pairs.resize(static_cast<size_t>(s.n_kv_heads * s.head_dim * ((nk + 1) / 2)));
+    ThreadPool::global().parallel_for(static_cast<size_t>(s.n_kv_heads), [&](size_t b, size_t e) {
+      attention_kernels::bf16_pairs_avx512(p, static_cast<int64_t>(b), static_cast<int64_t>(e),
+                                           k_pairs.data(), v_pairs.data());
+    });
+    p.k_pairs = k_pairs.data();
+    p.v_pairs = v_pairs.data();
+  }
+  const auto run = bf16 ? attention_kernels::task_bf16_avx512 : task;
   // About 64 rows (query x head-in-group pairs) per task: K/V blocks are reused across them.
   const int64_t block = std::max<int64_t>(1, 64 / group);
   const int64_t n_blocks = (nq + block - 1) / block;
@@ -271,9 +228,49 @@ void attention_on(IsaLevel isa, const float* q, int64_t nq, const PagedKV& given
         for (size_t t = b; t < e; ++t) {
           const int64_t kvh = static_cast<int64_t>(t) % s.n_kv_heads;
           const int64_t q_begin = static_cast<int64_t>(t) / s.n_kv_heads * block;
-          task(p, kvh, kvh + 1, q_begin, std::min(nq, q_begin + block), buffer.data());
+          run(p, kvh, kvh + 1, q_begin, std::min(nq, q_begin + block), buffer.data());
         }
       });
+}
+
+// The bf16 task on a few problems (full and causal, key counts odd and even, GQA) against the
+// fp32 reference: bf16 rounding moves these outputs by ~1e-3, a wrong kernel by ~1.
+bool bf16_agrees_with_reference() {
+  const AttentionShape shape{4, 2, 64, 0.125f};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (const auto [nq, nk, causal_offset] :
+       {std::array<int64_t, 3>{40, 40, 0}, {37, 151, -1}, {33, 150, 117}}) {
+    std::vector<float> q(static_cast<size_t>(nq * 4 * 64)), k(static_cast<size_t>(nk * 2 * 64));
+    std::vector<float> v(k.size()), want(q.size()), got(q.size());
+    for (auto* buf : {&q, &k, &v}) {
+      for (auto& x : *buf) x = dist(rng);
+    }
+    attention_kernels::attention_reference(q.data(), nq, k.data(), v.data(), nk, shape,
+                                           causal_offset, want.data());
+    const float* kp = k.data();
+    const float* vp = v.data();
+    attention_with(IsaLevel::kAvx512, true, q.data(), nq, one_page(&kp, &vp, nk), nk, shape,
+                   causal_offset, got.data());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (!(std::fabs(got[i] - want[i]) <= 2e-2f)) {
+        QVL_LOG(kError) << "bf16 attention kernel disagrees with the reference (" << got[i]
+                        << " vs " << want[i] << "); attention stays fp32";
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+void attention_on(IsaLevel isa, const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
+                  const AttentionShape& s, int64_t causal_offset, float* out) {
+  bool bf16 = false;
+  if (s.bf16_products && isa == IsaLevel::kAvx512) {
+    static const bool verified = bf16_agrees_with_reference();
+    bf16 = verified;
+  }
+  attention_with(isa, bf16, q, nq, kv, nk, s, causal_offset, out);
 }
 
 // rows [nk, row_elems] in pages of kCheckPageRows rows, stored in reverse order in `pool` (a

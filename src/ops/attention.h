@@ -10,6 +10,10 @@ struct AttentionShape {
   int64_t n_kv_heads = 0;  // key/value heads; query head h reads kv head h / (n_heads/n_kv_heads)
   int64_t head_dim = 0;
   float scale = 1.0f;
+  // Where the CPU has AVX-512 BF16, QK^T and PV of many-row calls (vision, prompts) multiply
+  // bf16-rounded q, k, probabilities and v with vdpbf16ps (fp32 sums, softmax and output): twice
+  // the products per instruction. Elsewhere, and for decode-like calls, ignored (fp32).
+  bool bf16_products = false;
 };
 
 // q: [nq, n_heads, head_dim]; k, v: [nk, n_kv_heads, head_dim]; out: [nq, n_heads, head_dim].

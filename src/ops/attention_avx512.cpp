@@ -8,7 +8,7 @@
 
 #include "ops/attention_kernels.h"
 
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma")
 
 #include "ops/elementwise_avx512_math.h"
 
@@ -16,12 +16,24 @@ namespace qvl::ops::attention_kernels {
 namespace {
 
 #include "ops/attention_avx512_task.inc"
+// (after the fp32 task: shares its softmax)
+#include "ops/attention_bf16_avx512_task.inc"
 
 }  // namespace
 
 void task_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin,
                  int64_t q_end, float* scratch) {
   flash_task(p, kvh_begin, kvh_end, q_begin, q_end, scratch);
+}
+
+void bf16_pairs_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, uint32_t* k_pairs,
+                       uint32_t* v_pairs) {
+  bf16_pairs_from_panels(p, kvh_begin, kvh_end, k_pairs, v_pairs);
+}
+
+void task_bf16_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin,
+                      int64_t q_end, float* scratch) {
+  flash_task_bf16(p, kvh_begin, kvh_end, q_begin, q_end, scratch);
 }
 
 }  // namespace qvl::ops::attention_kernels

@@ -37,6 +37,9 @@ struct Problem {
   // keys consecutive, so P V reads each panel as one contiguous stream. (Rows of v for one head
   // are a page or more apart as stored, and a block of them would fight over a few cache sets.)
   const float* v_panels = nullptr;
+  // The panels above as bf16 pairs (task_bf16_avx512 only; see bf16_pairs_avx512).
+  const uint32_t* k_pairs = nullptr;
+  const uint32_t* v_pairs = nullptr;
   float* out = nullptr;  // [nq, n_heads, head_dim]
   int64_t nq = 0;
   int64_t nk = 0;
@@ -56,6 +59,16 @@ void row_addresses(const uint16_t* const* pages, int64_t page_rows, int64_t row_
 void row_addresses(const int8_t* const* pages, int64_t page_rows, int64_t row_stride,
                    int64_t offset, int64_t j0, int64_t n, int64_t last, const int8_t** rows);
 
+// Row j of kv head kvh of keys (values) as fp32: the stored row, or its conversion into tmp
+// (head_dim floats). kv has its strides filled in (with_strides).
+const float* key_row(const PagedKV& kv, int64_t j, int64_t kvh, const AttentionShape& s,
+                     float* tmp);
+const float* value_row(const PagedKV& kv, int64_t j, int64_t kvh, const AttentionShape& s,
+                       float* tmp);
+// The panels of Problem from nk positions of kv (strides filled in), threaded by the pool.
+void pack_key_panels(const PagedKV& kv, int64_t nk, const AttentionShape& s, float* panels);
+void pack_value_panels(const PagedKV& kv, int64_t nk, const AttentionShape& s, float* panels);
+
 // Floats of scratch a task with `rows` rows per kv head and `heads` kv heads needs.
 int64_t task_scratch_floats(int64_t rows, int64_t head_dim, int64_t heads);
 
@@ -66,5 +79,14 @@ void task_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q
                  int64_t q_end, float* scratch);
 void task_avx2(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin, int64_t q_end,
                float* scratch);
+
+// AttentionShape::bf16_products on AVX-512 BF16: k_panels and v_panels of kv heads [kvh_begin,
+// kvh_end) as bf16 pairs, k_pairs [n_kv_heads, tiles, head_dim / 2, kKeyTile] and v_pairs
+// [n_kv_heads, head_dim / kKeyTile, ceil(nk / 2), kKeyTile] (uint32: keys 2j, 2j + 1 of a column;
+// a missing last key is 0); then the task on them (same scratch as task_avx512).
+void bf16_pairs_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, uint32_t* k_pairs,
+                       uint32_t* v_pairs);
+void task_bf16_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin,
+                      int64_t q_end, float* scratch);
 
 }  // namespace qvl::ops::attention_kernels

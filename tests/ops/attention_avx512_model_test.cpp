@@ -35,11 +35,21 @@ namespace {
 #include "ops/elementwise_avx512_math.inc"
 // (the kernel uses the math above)
 #include "ops/attention_avx512_task.inc"
+// (after the fp32 task: shares its softmax)
+#include "ops/attention_bf16_avx512_task.inc"
 }  // namespace
 
 void task(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin, int64_t q_end,
           float* scratch) {
   flash_task(p, kvh_begin, kvh_end, q_begin, q_end, scratch);
+}
+void bf16_pairs(const Problem& p, int64_t kvh_begin, int64_t kvh_end, uint32_t* k_pairs,
+                uint32_t* v_pairs) {
+  bf16_pairs_from_panels(p, kvh_begin, kvh_end, k_pairs, v_pairs);
+}
+void task_bf16(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin, int64_t q_end,
+               float* scratch) {
+  flash_task_bf16(p, kvh_begin, kvh_end, q_begin, q_end, scratch);
 }
 
 }  // namespace qvl::ops::attention_kernels::avx512_model
@@ -148,6 +158,78 @@ void check(const Case& c, uint32_t seed, int64_t block, int64_t run) {
     const auto avx2 = run_tasks(c, in, attention_kernels::task_avx2, block, run);
     EXPECT_EQ(std::memcmp(got.data(), avx2.data(), got.size() * sizeof(float)), 0)
         << "not the AVX2 task's bits: " << where;
+  }
+}
+
+using PairsFn = void (*)(const Problem&, int64_t, int64_t, uint32_t*, uint32_t*);
+
+// run_tasks for the bf16 task: the panels turned into pairs by `pairs` (per kv head, poisoned
+// with NaN words first: every word the task reads must have been written).
+std::vector<float> run_bf16_tasks(const Case& c, const Inputs& in, PairsFn pairs, TaskFn task,
+                                  int64_t block) {
+  const int64_t d = c.head_dim, tiles = (c.nk + kKeyTile - 1) / kKeyTile;
+  std::vector<uint32_t> k_pairs(static_cast<size_t>(c.n_kv_heads * tiles * d * kKeyTile / 2),
+                                0x7fc07fc0u);
+  std::vector<uint32_t> v_pairs(static_cast<size_t>(c.n_kv_heads * d * ((c.nk + 1) / 2)),
+                                0x7fc07fc0u);
+  Problem p;
+  p.q = in.q.data();
+  p.k_panels = in.k_panels.data();
+  p.v_panels = in.v_panels.data();
+  p.nq = c.nq;
+  p.nk = c.nk;
+  p.shape = in.shape;
+  p.causal_offset = c.causal_offset;
+  for (int64_t h = 0; h < c.n_kv_heads; ++h) pairs(p, h, h + 1, k_pairs.data(), v_pairs.data());
+  p.k_pairs = k_pairs.data();
+  p.v_pairs = v_pairs.data();
+  std::vector<float> out(in.q.size(), NAN);
+  p.out = out.data();
+  const int64_t group = c.n_heads / c.n_kv_heads;
+  const int64_t floats = attention_kernels::task_scratch_floats(block * group, d, 1);
+  for (int64_t q0 = 0; q0 < c.nq; q0 += block) {
+    for (int64_t h = 0; h < c.n_kv_heads; ++h) {
+      std::vector<float> scratch(static_cast<size_t>(floats), NAN);
+      task(p, h, h + 1, q0, std::min(c.nq, q0 + block), scratch.data());
+    }
+  }
+  return out;
+}
+
+// The bf16 task against the fp32 reference: its rounding of q, k, p and v to bf16 moves outputs
+// (values ~N(0, 1), scores ~1) by ~1e-3, a layout slip by ~1. On AVX-512 BF16 hosts the real
+// kernel also runs: it must agree with the model up to vdpbf16ps's undocumented inner rounding.
+void check_bf16(const Case& c, uint32_t seed, int64_t block) {
+  const Inputs in = make_inputs(c, seed);
+  std::vector<float> want(in.q.size());
+  attention_kernels::attention_reference(in.q.data(), c.nq, in.k.data(), in.v.data(), c.nk,
+                                         in.shape, c.causal_offset, want.data());
+  const auto got = run_bf16_tasks(c, in, attention_kernels::avx512_model::bf16_pairs,
+                                  attention_kernels::avx512_model::task_bf16, block);
+  const std::string where = describe(c) + " block=" + std::to_string(block);
+  EXPECT_LE(max_error(got, want), 2e-2f) << where;
+  if (best_isa() == IsaLevel::kAvx512) {
+    const auto real = run_bf16_tasks(c, in, attention_kernels::bf16_pairs_avx512,
+                                     attention_kernels::task_bf16_avx512, block);
+    EXPECT_LE(max_error(real, got), 1e-5f) << "real vs model: " << where;
+  }
+}
+
+TEST(AttentionAvx512Model, Bf16ProductsFollowTheReferenceOnTailShapes) {
+  uint32_t seed = 3000;
+  // Odd and even key counts (the last key pair half empty), around the tile and the block.
+  for (int64_t head_dim : {16, 48, 64, 128}) {
+    for (int64_t group : {1, 2}) {
+      for (int64_t n : {1, 3, 16, 17, 127, 129, 160}) {
+        for (int64_t offset : {int64_t{-1}, int64_t{0}, int64_t{5}}) {
+          const int64_t nq = offset < 0 ? n : std::max<int64_t>(1, n / 3);
+          const int64_t causal = offset < 0 ? -1 : offset + (n - nq);
+          const Case c{nq, n, head_dim, 2 * group, 2, causal, 1.0f};
+          check_bf16(c, seed++, std::max<int64_t>(1, 64 / group));
+          if (n == 129) check_bf16(c, seed++, 5);  // tasks starting past query 0, 1 live row
+        }
+      }
+    }
   }
 }
 
