@@ -47,6 +47,7 @@ void bench(BenchOptions o) {
   po.threads = {1, physical_core_count()};
   for (int t : o.threads) po.threads.push_back(t > 0 ? t : physical_core_count());
   const ops::MachineProbe machine = ops::probe_machine(po);
+  reset_peak_rss();  // the probe's buffers are freed: the peaks below are the model's
   if (o.probe_only) {
     print(machine_json(machine), o.json);
     return;

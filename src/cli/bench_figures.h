@@ -53,8 +53,10 @@ struct RunFigures {
   std::vector<ContextFigure> contexts;
 };
 
-// The process's peak resident memory so far, MiB.
+// The process's peak resident memory (MiB) since start or since reset_peak_rss (which the bench
+// calls after the machine probe: its DRAM buffer is not the model's memory).
 double peak_rss_mib();
+void reset_peak_rss();
 
 // A user message starting with `start` whose chat prompt is `target` tokens long (at least the
 // template's and start's).

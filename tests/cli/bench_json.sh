@@ -28,6 +28,8 @@ for (const k of ["load_ms", "vision_448x448_ms", "prompt_tok_per_s", "decode_tok
                  "vision_448x448_gflop_per_s", "decode_gb_per_s", "ttft_image_448_floor_ms"])
   positive(r, k);
 if (r.peak_rss_mib_image_and_prompt > r.peak_rss_mib) fail("peak before the contexts above the peak");
+// The machine probe reads a buffer of buffer_mib first; the peaks are those of the tiny model run.
+if (!(r.peak_rss_mib < r.machine.buffer_mib / 2)) fail("peak_rss_mib holds the probe buffer");
 for (const k of ["decode_pct_of_dram", "decode_pct_of_dram_ctx1k", "prompt_pct_of_peak",
                  "vision_448x448_pct_of_peak", "ttft_image_448_pct_of_floor"])
   percent(r, k);
