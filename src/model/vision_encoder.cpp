@@ -173,11 +173,10 @@ std::vector<float> VisionEncoder::merge(const MergerWeights& w, const std::vecto
   const int64_t group = config_.spatial_merge_size * config_.spatial_merge_size;
   const int64_t tokens = n / group, merged = hid * group;
   // Patches of one 2x2 window are consecutive, so concatenation is a reinterpretation. Merged
-  // tokens go in row chunks (half the tower's patch chunk, >= 16 rows: the same bits as one
-  // product), so a 1024x768 image's mergers hold ~8 MB of norm and fc1 output instead of ~25 MB
-  // while the tower's activations are alive, and a 448x448 image's 196 tokens are one product:
-  // each chunk repacks the merger's 25 MB of weights for the int8 GEMM.
-  const RowChunks chunks = row_chunks(tokens, row_chunk_ / 2);
+  // tokens go in row chunks (a quarter of the tower's patch chunk, >= 16 rows: the same bits as
+  // one product), so a 1024x768 image's mergers hold ~8 MB of norm and fc1 output instead of
+  // ~25 MB while the tower's activations are alive.
+  const RowChunks chunks = row_chunks(tokens, row_chunk_ / group);
   std::vector<float> normed(static_cast<size_t>(chunks.max_rows() * merged));
   std::vector<float> mid(normed.size()), out(tokens * config_.out_hidden_size);
   for (int64_t c = 0; c < chunks.count; ++c) {
