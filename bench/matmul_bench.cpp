@@ -19,6 +19,7 @@
 
 #include "base/half.h"
 #include "base/thread_pool.h"
+#include "cold_matrices.h"
 #include "ops/int8_gemm.h"
 #include "ops/machine_probe_kernels.h"
 #include "ops/packed_matrix.h"
@@ -126,6 +127,30 @@ void run_int8_gemm(benchmark::State& state, QuantType type, qvl::ops::Int8GemmKe
   state.counters["GOP/cpu_s"] = ops / cpu;
 }
 
+// The same on weights cold from memory, as a prompt's GEMM meets them (every matrix of the model
+// once per chunk): copies cycled so that none stays cached (cold_matrices.h), so the driver's
+// repack of the stored weights reads DRAM. Small m is a chat's later turn; m512 a long prompt.
+void run_int8_gemm_cold(benchmark::State& state, QuantType type, qvl::ops::Int8GemmKernel kernel,
+                        int64_t m, int64_t rows, int64_t cols, int threads) {
+  if (qvl::ThreadPool::global().size() != threads) qvl::ThreadPool::set_global_threads(threads);
+  const qvl::bench::ColdMatrices& cold = qvl::bench::cold_matrices(type, rows, cols);
+  const std::vector<float> x = activations(m, cols);
+  std::vector<float> y(static_cast<size_t>(m * rows));
+  size_t next = 0;
+  const double cpu0 = process_cpu_seconds();
+  for (auto _ : state) {
+    qvl::ops::int8_gemm(kernel, x.data(), m, cold.views[next], nullptr, y.data());
+    next = (next + 1) % cold.views.size();
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  const double cpu = process_cpu_seconds() - cpu0;
+  const double ops =
+      2e-9 * static_cast<double>(m * rows * cols) * static_cast<double>(state.iterations());
+  state.counters["GOP/s"] = benchmark::Counter(ops, benchmark::Counter::kIsRate);
+  state.counters["GOP/cpu_s"] = ops / cpu;
+}
+
 // Throughput of the AVX2 int8 multiply-add sequence the int8 GEMM is built on (vpmaddubsw,
 // vpmaddwd, vpaddd: 32 multiply-adds per 256-bit vector), operands in registers: the int8 ceiling
 // of one core. The machine probe's loop (`qvl bench --probe-only`), so that % of peak here and
@@ -194,6 +219,21 @@ const int registered = [] {
               ->UseRealTime()
               ->Unit(benchmark::kMillisecond);
         }
+      }
+    }
+  }
+  for (QuantType t : {QuantType::kQ8, QuantType::kQ4}) {
+    for (int64_t m : {32, 512}) {
+      for (auto kernel : {qvl::ops::Int8GemmKernel::kAvx2, qvl::ops::Int8GemmKernel::kAvxVnni,
+                          qvl::ops::Int8GemmKernel::kAvx512Vnni}) {
+        if (!qvl::ops::cpu_runs_int8_gemm_kernel(kernel)) continue;
+        const std::string name = std::string("BM_Int8GemmCold/2048x6144/m") + std::to_string(m) +
+                                 "/" + qvl::ops::quant_type_name(t) + "/" +
+                                 qvl::ops::int8_gemm_kernel_name(kernel) + "/t2";
+        benchmark::RegisterBenchmark(name.c_str(), run_int8_gemm_cold, t, kernel, m, int64_t{2048},
+                                     int64_t{6144}, 2)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
       }
     }
   }

