@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "ops/attention.h"
 #include "ops/packed_matrix.h"
 
 namespace qvl::cli {
@@ -91,6 +92,9 @@ json run_json(const BenchContext& ctx, const RunFigures& f) {
   vision("vision_1024x768", f.vision_large);
   j["vision_arithmetic"] =
       ops::matmul_arithmetic_name(ops::matmul_arithmetic(vision_type, f.vision_small.patches));
+  // The tower's attention: bf16 products with every fast type where the CPU has them.
+  j["vision_attention_arithmetic"] =
+      ops::attention_products_name(vision_type != ops::QuantType::kExact);
 
   const ops::MatmulArithmetic prefill_arithmetic =
       ops::matmul_arithmetic(text_type, f.prompt_tokens);

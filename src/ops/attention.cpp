@@ -263,13 +263,14 @@ bool bf16_agrees_with_reference() {
   return true;
 }
 
+bool bf16_task_verified() {
+  static const bool verified = bf16_agrees_with_reference();
+  return verified;
+}
+
 void attention_on(IsaLevel isa, const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
                   const AttentionShape& s, int64_t causal_offset, float* out) {
-  bool bf16 = false;
-  if (s.bf16_products && isa == IsaLevel::kAvx512) {
-    static const bool verified = bf16_agrees_with_reference();
-    bf16 = verified;
-  }
+  const bool bf16 = s.bf16_products && isa == IsaLevel::kAvx512 && bf16_task_verified();
   attention_with(isa, bf16, q, nq, kv, nk, s, causal_offset, out);
 }
 
@@ -418,6 +419,11 @@ PagedKV with_strides(const PagedKV& kv, const AttentionShape& s) {
   if (out.head_stride == 0) out.head_stride = head_row;
   if (out.row_stride == 0) out.row_stride = s.n_kv_heads * head_row;
   return out;
+}
+
+const char* attention_products_name(bool bf16_products) {
+  return bf16_products && attention_isa() == IsaLevel::kAvx512 && bf16_task_verified() ? "bf16"
+                                                                                       : "fp32";
 }
 
 void release_attention_scratch() {

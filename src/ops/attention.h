@@ -57,6 +57,10 @@ PagedKV with_strides(const PagedKV& kv, const AttentionShape& shape);
 void attention(const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
                const AttentionShape& shape, int64_t causal_offset, float* out);
 
+// The arithmetic of QK^T and PV in many-row calls with this bf16_products: "bf16" where vdpbf16ps
+// runs them (AVX-512 BF16 active and its self-check passed), else "fp32".
+const char* attention_products_name(bool bf16_products);
+
 // Frees the calling thread's K/V panels, which otherwise keep the size of its largest call (e.g.
 // an image's on a request thread, a long prompt's on the scheduler's); the next call allocates
 // again.

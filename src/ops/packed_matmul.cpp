@@ -237,7 +237,10 @@ MatmulArithmetic matmul_arithmetic(QuantType type, int64_t m) {
   const IsaLevel isa = active_isa();
   if (type == QuantType::kExact) return MatmulArithmetic::kF32;
   if (isa != IsaLevel::kScalar && m >= kernels::kGemmMinRows) {
-    const bool int8 = type != QuantType::kBF16 && gemm_activations() == GemmActivations::kInt8;
+    if (type == QuantType::kBF16) {  // gemm_kernels_for: vdpbf16ps on AVX-512
+      return isa == IsaLevel::kAvx512 ? MatmulArithmetic::kBF16Dot : MatmulArithmetic::kF32;
+    }
+    const bool int8 = gemm_activations() == GemmActivations::kInt8;
     return int8 ? MatmulArithmetic::kInt8Dot : MatmulArithmetic::kF32;
   }
   if (type == QuantType::kBF16) {

@@ -39,6 +39,10 @@ if (r.quant !== "q8" || r.kv_cache !== "f16" || r.vision_weights !== "bf16") fai
 // q8 prompts: the int8 GEMM (default), or fp32 activations with QVL_GEMM_ACT=f32.
 if (r.prefill_arithmetic !== (process.env.QVL_GEMM_ACT === "f32" ? "fp32" : "int8")) fail("prefill_arithmetic");
 
+// The vision attention: bf16 products exactly where vdpbf16ps runs (AVX-512 BF16).
+const bf16_attention = r.machine.isa === "avx512" && r.machine.bf16_instruction !== null;
+if (r.vision_attention_arithmetic !== (bf16_attention ? "bf16" : "fp32")) fail("vision_attention_arithmetic");
+
 // The machine: ISA in use and every ceiling at 1 and 2 threads (bf16 only with vdpbf16ps).
 for (const m of [r.machine, probe]) {
   if (!["scalar", "avx2", "avx512"].includes(m.isa)) fail("isa " + m.isa);
