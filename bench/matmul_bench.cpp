@@ -87,6 +87,16 @@ double process_cpu_seconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
+// GOP/s (wall) and GOP/cpu_s (process CPU seconds: steady on a loaded machine) of m x rows x cols
+// multiply-adds per iteration.
+void set_gop_counters(benchmark::State& state, int64_t m, int64_t rows, int64_t cols,
+                      double cpu_seconds) {
+  const double ops =
+      2e-9 * static_cast<double>(m * rows * cols) * static_cast<double>(state.iterations());
+  state.counters["GOP/s"] = benchmark::Counter(ops, benchmark::Counter::kIsRate);
+  state.counters["GOP/cpu_s"] = ops / cpu_seconds;
+}
+
 void run_gemm_activations(benchmark::State& state, QuantType type, qvl::ops::GemmActivations act,
                           int64_t m, int64_t rows, int64_t cols, int threads) {
   if (qvl::ThreadPool::global().size() != threads) qvl::ThreadPool::set_global_threads(threads);
@@ -102,53 +112,31 @@ void run_gemm_activations(benchmark::State& state, QuantType type, qvl::ops::Gem
   }
   const double cpu = process_cpu_seconds() - cpu0;
   qvl::ops::set_gemm_activations(std::nullopt);
-  const double ops =
-      2e-9 * static_cast<double>(m * rows * cols) * static_cast<double>(state.iterations());
-  state.counters["GOP/s"] = benchmark::Counter(ops, benchmark::Counter::kIsRate);
-  state.counters["GOP/cpu_s"] = ops / cpu;
+  set_gop_counters(state, m, rows, cols, cpu);
 }
 
+// cold = false: one matrix, cached after the first call. cold = true: weights cold from memory,
+// as a prompt's GEMM meets them (every matrix of the model once per chunk): copies cycled so that
+// none stays cached (cold_matrices.h), so the driver's repack of the stored weights reads DRAM.
+// Small m is a chat's later turn; m512 a long prompt.
 void run_int8_gemm(benchmark::State& state, QuantType type, qvl::ops::Int8GemmKernel kernel,
-                   int64_t m, int64_t rows, int64_t cols, int threads) {
+                   int64_t m, int64_t rows, int64_t cols, int threads, bool cold) {
   if (qvl::ThreadPool::global().size() != threads) qvl::ThreadPool::set_global_threads(threads);
-  const PackedMatrix& w = packed(type, rows, cols);
-  const std::vector<float> x = activations(m, cols);
-  std::vector<float> y(static_cast<size_t>(m * rows));
-  const double cpu0 = process_cpu_seconds();
-  for (auto _ : state) {
-    qvl::ops::int8_gemm(kernel, x.data(), m, w, nullptr, y.data());
-    benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-  }
-  const double cpu = process_cpu_seconds() - cpu0;
-  const double ops =
-      2e-9 * static_cast<double>(m * rows * cols) * static_cast<double>(state.iterations());
-  state.counters["GOP/s"] = benchmark::Counter(ops, benchmark::Counter::kIsRate);
-  state.counters["GOP/cpu_s"] = ops / cpu;
-}
-
-// The same on weights cold from memory, as a prompt's GEMM meets them (every matrix of the model
-// once per chunk): copies cycled so that none stays cached (cold_matrices.h), so the driver's
-// repack of the stored weights reads DRAM. Small m is a chat's later turn; m512 a long prompt.
-void run_int8_gemm_cold(benchmark::State& state, QuantType type, qvl::ops::Int8GemmKernel kernel,
-                        int64_t m, int64_t rows, int64_t cols, int threads) {
-  if (qvl::ThreadPool::global().size() != threads) qvl::ThreadPool::set_global_threads(threads);
-  const qvl::bench::ColdMatrices& cold = qvl::bench::cold_matrices(type, rows, cols);
+  const std::vector<PackedMatrix>* copies =
+      cold ? &qvl::bench::cold_matrices(type, rows, cols).views : nullptr;
+  const PackedMatrix* warm = cold ? nullptr : &packed(type, rows, cols);
   const std::vector<float> x = activations(m, cols);
   std::vector<float> y(static_cast<size_t>(m * rows));
   size_t next = 0;
   const double cpu0 = process_cpu_seconds();
   for (auto _ : state) {
-    qvl::ops::int8_gemm(kernel, x.data(), m, cold.views[next], nullptr, y.data());
-    next = (next + 1) % cold.views.size();
+    const PackedMatrix& w = copies != nullptr ? (*copies)[next] : *warm;
+    if (copies != nullptr) next = (next + 1) % copies->size();
+    qvl::ops::int8_gemm(kernel, x.data(), m, w, nullptr, y.data());
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  const double cpu = process_cpu_seconds() - cpu0;
-  const double ops =
-      2e-9 * static_cast<double>(m * rows * cols) * static_cast<double>(state.iterations());
-  state.counters["GOP/s"] = benchmark::Counter(ops, benchmark::Counter::kIsRate);
-  state.counters["GOP/cpu_s"] = ops / cpu;
+  set_gop_counters(state, m, rows, cols, process_cpu_seconds() - cpu0);
 }
 
 // Throughput of the AVX2 int8 multiply-add sequence the int8 GEMM is built on (vpmaddubsw,
@@ -215,7 +203,7 @@ const int registered = [] {
               std::string("BM_Int8Gemm/") + s.what + "/m512/" + qvl::ops::quant_type_name(t) + "/" +
               qvl::ops::int8_gemm_kernel_name(kernel) + "/t" + std::to_string(threads);
           benchmark::RegisterBenchmark(name.c_str(), run_int8_gemm, t, kernel, int64_t{512}, s.rows,
-                                       s.cols, threads)
+                                       s.cols, threads, false)
               ->UseRealTime()
               ->Unit(benchmark::kMillisecond);
         }
@@ -230,8 +218,8 @@ const int registered = [] {
         const std::string name = std::string("BM_Int8GemmCold/2048x6144/m") + std::to_string(m) +
                                  "/" + qvl::ops::quant_type_name(t) + "/" +
                                  qvl::ops::int8_gemm_kernel_name(kernel) + "/t2";
-        benchmark::RegisterBenchmark(name.c_str(), run_int8_gemm_cold, t, kernel, m, int64_t{2048},
-                                     int64_t{6144}, 2)
+        benchmark::RegisterBenchmark(name.c_str(), run_int8_gemm, t, kernel, m, int64_t{2048},
+                                     int64_t{6144}, 2, true)
             ->UseRealTime()
             ->Unit(benchmark::kMillisecond);
       }
@@ -251,7 +239,7 @@ const int registered = [] {
                                  qvl::ops::int8_gemm_kernel_name(kernel) + "/t" +
                                  std::to_string(threads);
         benchmark::RegisterBenchmark(name.c_str(), run_int8_gemm, QuantType::kQ8, kernel,
-                                     int64_t{784}, s.rows, s.cols, threads)
+                                     int64_t{784}, s.rows, s.cols, threads, false)
             ->UseRealTime()
             ->Unit(benchmark::kMillisecond);
       }
