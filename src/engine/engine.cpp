@@ -107,7 +107,7 @@ class EngineImpl : public Engine {
     }
     if (!model_->vision_weights.blocks.empty()) {
       info_.vision_weights =
-          ops::quant_type_name(model_->vision_weights.blocks[0].qkv.weight.type());
+          ops::quant_values_name(model_->vision_weights.blocks[0].qkv.weight.type());
     }
     info_.kv_cache = kv_type_name(decoder_.kv_type());
     info_.weight_bytes = loaded_weight_bytes(*model_);

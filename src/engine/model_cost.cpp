@@ -53,7 +53,7 @@ ModelCost model_cost(const ModelConfig& config, const TextWeights& text,
   c.vision_attention_ops_per_pair =
       2.0 * 2.0 * static_cast<double>(v.hidden_size) * static_cast<double>(v.depth);
   // The big matrices' type decides the arithmetic (the patch embedding stays at least bf16).
-  c.vision_weights = ops::quant_type_name(
+  c.vision_weights = ops::quant_values_name(
       vision.blocks.empty() ? vision.patch_embed.type() : vision.blocks[0].qkv.weight.type());
   return c;
 }

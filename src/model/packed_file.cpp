@@ -22,8 +22,13 @@ uint64_t fnv1a(const void* data, size_t n, uint64_t hash) {
   return hash;
 }
 
-std::optional<ops::QuantType> packed_type_named(const std::string& name) {
-  for (ops::QuantType t : {ops::QuantType::kBF16, ops::QuantType::kQ8, ops::QuantType::kQ4}) {
+constexpr ops::QuantType kPackedTypes[] = {ops::QuantType::kBF16, ops::QuantType::kQ8,
+                                           ops::QuantType::kQ4, ops::QuantType::kQ8Strips};
+
+// A packed tensor's type; with a --quant name ("qvl.quant") only the user's types.
+std::optional<ops::QuantType> packed_type_named(const std::string& name, bool quant_name = false) {
+  for (ops::QuantType t : kPackedTypes) {
+    if (quant_name && t == ops::QuantType::kQ8Strips) continue;
     if (name == ops::quant_type_name(t)) return t;
   }
   return std::nullopt;
@@ -40,7 +45,7 @@ std::string packed_layout_fingerprint() {
     w[i] = static_cast<float>((i * 37) % 29 - 14) / static_cast<float>(1 + (i % 5)) * 0.37f;
   }
   uint64_t hash = 0xcbf29ce484222325ULL;
-  for (ops::QuantType type : {ops::QuantType::kBF16, ops::QuantType::kQ8, ops::QuantType::kQ4}) {
+  for (ops::QuantType type : kPackedTypes) {
     const ops::PackedMatrix m =
         ops::PackedMatrix::pack({ops::WeightType::kF32, w.data(), kRows, kCols}, type);
     hash = fnv1a(m.bytes(), m.size_bytes(), hash);
@@ -100,7 +105,7 @@ PackedModelFile PackedModelFile::open(const std::string& path) {
                                       "version). Run `qvl quantize` again.");
   }
   const std::string quant = value(kPackedQuantKey);
-  const std::optional<ops::QuantType> type = packed_type_named(quant);
+  const std::optional<ops::QuantType> type = packed_type_named(quant, true);
   if (!type) {
     fail(ErrorCode::kCorrupt, "'" + path + "' has an invalid \"" + kPackedQuantKey + "\": '" +
                                   quant + "' (expected bf16, q8 or q4)");
@@ -119,7 +124,7 @@ PackedModelFile PackedModelFile::open(const std::string& path) {
     if (!entry) {
       fail(ErrorCode::kCorrupt, "'" + path + "': packed tensor '" + name +
                                     "' has an invalid description '" + entry_text +
-                                    "' (expected \"<bf16|q8|q4> <rows> <cols>\")");
+                                    "' (expected \"<bf16|q8|q4|q8-strips> <rows> <cols>\")");
     }
     if (!f.store_.has(name)) {
       fail(ErrorCode::kCorrupt,

@@ -1,6 +1,7 @@
 // Pre-packed model files (`qvl quantize`): one safetensors file that is a whole model. It holds
 //   - every matrix the kernels use packed (packed_matrix.h), as a U8 tensor under the weight's
-//     own name, described in "__metadata__" by "qvl.packed.<name>": "<type> <rows> <cols>";
+//     own name, described in "__metadata__" by "qvl.packed.<name>": "<type> <rows> <cols>"
+//     (type bf16, q8, q4 or q8-strips);
 //     the output head is always one of them, "lm_head.weight" (for a tied model: the packed
 //     embedding), so a loader never packs;
 //   - every other tensor as the model folder stores it (norms, biases, embedding, patch conv);
@@ -27,7 +28,8 @@ namespace qvl {
 inline constexpr const char* kPackedFormatKey = "qvl.format";
 inline constexpr const char* kPackedFormatName = "qvl-packed-model";
 inline constexpr const char* kPackedVersionKey = "qvl.version";
-inline constexpr int kPackedVersion = 1;
+// 2: the vision tower's q8 matrices are stored as q8-strips (for the int8 GEMM).
+inline constexpr int kPackedVersion = 2;
 inline constexpr const char* kPackedQuantKey = "qvl.quant";
 inline constexpr const char* kPackedVisionQuantKey = "qvl.vision_quant";
 inline constexpr const char* kPackedLayoutKey = "qvl.layout";

@@ -61,7 +61,9 @@ class PackPlan {
     for (const MergerWeights& m : vision.deepstack_mergers) {
       linears.insert(linears.end(), {&m.fc1, &m.fc2});
     }
-    for (const LinearWeights* l : linears) add(name_of(l->weight), l->weight, types.vision);
+    for (const LinearWeights* l : linears) {
+      add(name_of(l->weight), l->weight, vision_matrix_type(types.vision));
+    }
     // vision.patch_embed is not a stored tensor (the conv kernel summed over its frames):
     // loaders derive and pack it from the stored conv, which is small.
   }

@@ -28,6 +28,11 @@ struct WeightTypes {
 WeightTypes weight_types_for(const std::string& quant, const std::string& lm_head = "",
                              const std::string& vision_quant = "");
 
+// The type the vision tower's big matrices are packed as for WeightTypes::vision: q8 is stored as
+// kQ8Strips (they are only ever multiplied with many rows at once, so the int8 GEMM reads them in
+// place instead of repacking them on every call); others as they are.
+ops::QuantType vision_matrix_type(ops::QuantType vision);
+
 // Checks a --vision-quant value ("", "bf16" or "q8"); throws qvl::Error(kInvalidArgument).
 void check_vision_quant(const std::string& vision_quant);
 

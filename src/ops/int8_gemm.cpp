@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "base/aligned_buffer.h"
@@ -29,10 +30,34 @@ using kernels::kInt8XBlock;
 using kernels::kRows;
 using kernels::kScaleBytes;
 
+// The kernels that read kQ8Strips matrices in place; every other kernel gets them repacked like
+// kQ8 (the same values: the same strips).
+std::optional<kernels::Int8KernelInfo> stored_strip_kernel(Int8GemmKernel kernel) {
+  using kernels::Int8PanelWeights;
+  using kernels::Int8XLayout;
+  const auto info = [](kernels::Int8TileKernel tile, int64_t nr, int64_t x_rows) {
+    return kernels::Int8KernelInfo{
+        tile, nr, x_rows, Int8XLayout::kInt8, Int8PanelWeights::kBytes, kInt8Depth, true};
+  };
+  switch (kernel) {
+    case Int8GemmKernel::kAvx512Vnni:
+      return info(kernels::int8_tile_q8s_avx512, 32, kernels::kInt8Avx512XRows);
+    case Int8GemmKernel::kAvxVnni:
+      return info(kernels::int8_tile_q8s_avxvnni, 16, kernels::kInt8AvxVnniXRows);
+    case Int8GemmKernel::kAvxVnniEmulated:
+      return info(kernels::int8_tile_q8s_avxvnni_emulated, 16, kernels::kInt8AvxVnniXRows);
+    default:
+      return std::nullopt;
+  }
+}
+
 kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
   using kernels::Int8PanelWeights;
   using kernels::Int8XLayout;
-  const bool q8 = type == QuantType::kQ8;
+  if (type == QuantType::kQ8Strips) {
+    if (auto stored = stored_strip_kernel(kernel)) return *stored;
+  }
+  const bool q8 = type != QuantType::kQ4;
   const Int8XLayout vnni_x = q8 ? Int8XLayout::kOffset8 : Int8XLayout::kInt8;
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
@@ -68,39 +93,51 @@ kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
   fail(ErrorCode::kInternal, "unknown int8 GEMM kernel");
 }
 
-// Where row r of a packed q8/q4 matrix keeps block b: its fp16 scale and its weights.
+// Where row r of a packed q8/q4 matrix keeps block b: its fp16 scale and its weights (groups of
+// 4 rows), or of a kQ8Strips matrix (strips of 32 rows).
 struct PackedRows {
   const uint8_t* bytes;
-  int64_t group_bytes, scale_bytes, tile_bytes, row_bytes;
+  QuantType type;
+  int64_t group_bytes, scale_bytes, tile_bytes, row_bytes, strip_bytes;
 
   PackedRows(const PackedMatrix& w, int64_t nb)
       : bytes(static_cast<const uint8_t*>(w.bytes())),
-        group_bytes(static_cast<int64_t>(packed_size_bytes(w.type(), kRows, w.cols()))),
+        type(w.type()),
+        group_bytes(type == QuantType::kQ8Strips
+                        ? 0
+                        : static_cast<int64_t>(packed_size_bytes(type, kRows, w.cols()))),
         scale_bytes(nb * kScaleBytes),
-        tile_bytes(w.type() == QuantType::kQ8 ? kernels::kQ8TileBytes : kernels::kQ4TileBytes),
-        row_bytes(tile_bytes / kRows) {}
+        tile_bytes(type == QuantType::kQ4 ? kernels::kQ4TileBytes : kernels::kQ8TileBytes),
+        row_bytes(tile_bytes / kRows),
+        strip_bytes(nb * kStripBlockBytes) {}
+  const uint8_t* strip_block(int64_t r, int64_t b) const {
+    return bytes + r / kStripRows * strip_bytes + b * kStripBlockBytes;
+  }
   float scale(int64_t r, int64_t b) const {
-    const uint8_t* s = bytes + (r / kRows) * group_bytes + b * kScaleBytes + (r % kRows) * 2;
+    const uint8_t* s = type == QuantType::kQ8Strips
+                           ? strip_block(r, b) + kStripRows * kCols + r % kStripRows * 2
+                           : bytes + (r / kRows) * group_bytes + b * kScaleBytes + (r % kRows) * 2;
     return f16_to_f32(static_cast<uint16_t>(s[0] | (s[1] << 8)));
   }
-  const uint8_t* data(int64_t r, int64_t b) const {
-    return bytes + (r / kRows) * group_bytes + scale_bytes + b * tile_bytes +
-           (r % kRows) * row_bytes;
+  // Columns of block b of row r as their q, in column order.
+  void block_q(int64_t r, int64_t b, int32_t* q) const {
+    if (type == QuantType::kQ8Strips) {
+      const uint8_t* block = strip_block(r, b) + r % kStripRows * 4;
+      for (int64_t j = 0; j < kCols; ++j) q[j] = block[j / 4 * kStripRows * 4 + j % 4] - 128;
+      return;
+    }
+    const uint8_t* src =
+        bytes + (r / kRows) * group_bytes + scale_bytes + b * tile_bytes + (r % kRows) * row_bytes;
+    if (type == QuantType::kQ8) {
+      for (int64_t j = 0; j < kCols; ++j) q[j] = static_cast<int8_t>(src[j]);
+      return;
+    }
+    for (int64_t j = 0; j < kCols / 2; ++j) {
+      q[j] = (src[j] & 0x0f) - 8;
+      q[j + kCols / 2] = (src[j] >> 4) - 8;
+    }
   }
 };
-
-// Columns of block b of row r as q8 int8 or q4 nibbles (q + 8), in column order.
-void unpack_block(const PackedRows& p, bool q8, int64_t r, int64_t b, uint8_t* out) {
-  const uint8_t* src = p.data(r, b);
-  if (q8) {
-    std::memcpy(out, src, kCols);
-    return;
-  }
-  for (int64_t j = 0; j < kCols / 2; ++j) {
-    out[j] = src[j] & 0x0f;
-    out[j + kCols / 2] = src[j] >> 4;
-  }
-}
 
 // x quantized for the kernels: int8 q, q + 128 or q as int16 (for kernels that read them), block
 // scales and sums,
@@ -213,12 +250,16 @@ namespace {
 
 void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t m,
                    const PackedMatrix& w, const float* bias, float* y) {
-  const bool q8 = w.type() == QuantType::kQ8;
+  const bool strips = w.type() == QuantType::kQ8Strips;
   const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
   quantize_x(x, m, k, info.depth, info.x_layout);
   const PackedRows packed(w, nb);
-  const kernels::Int8RepackSource source{packed.bytes, packed.group_bytes, packed.scale_bytes,
-                                         (n + kRows - 1) / kRows, q8};
+  const kernels::Int8RepackSource source{packed.bytes,
+                                         packed.group_bytes,
+                                         packed.scale_bytes,
+                                         (n + kRows - 1) / kRows,
+                                         w.type() != QuantType::kQ4,
+                                         strips ? packed.strip_bytes : 0};
   const int64_t row_blocks = (n + kInt8RowBlock - 1) / kInt8RowBlock;
   const int64_t block_bytes = kernels::int8_strip_block_bytes(info.strip_rows, info.weights);
   const int64_t depth_blocks = info.depth / kCols;
@@ -232,13 +273,22 @@ void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t 
   ThreadPool::global().parallel_for(static_cast<size_t>(row_blocks), [&](size_t rb0, size_t rb1) {
     ThreadBuffers& buf = t_buffers;
     const int64_t strip_bytes = nb * block_bytes;
-    buf.panel.resize(static_cast<size_t>(kInt8RowBlock / info.strip_rows * strip_bytes));
+    if (!info.reads_stored) {
+      buf.panel.resize(static_cast<size_t>(kInt8RowBlock / info.strip_rows * strip_bytes));
+    }
     buf.c.resize(static_cast<size_t>(std::min(m, kInt8XBlock) * kInt8RowBlock));
     for (auto rb = static_cast<int64_t>(rb0); rb < static_cast<int64_t>(rb1); ++rb) {
       const int64_t r0 = rb * kInt8RowBlock, rows = std::min(kInt8RowBlock, n - r0);
       const int64_t strips = (rows + info.strip_rows - 1) / info.strip_rows;
-      kernels::int8_repack_avx2(source, r0 / kRows, strips, info.strip_rows, 0, nb, info.weights,
-                                buf.panel.data());
+      // Strip s's first block: in the repacked panel, or where the stored strip holds its rows.
+      const auto strip_at = [&](int64_t s, int64_t b0) -> const uint8_t* {
+        if (!info.reads_stored) return buf.panel.data() + s * strip_bytes + b0 * block_bytes;
+        return packed.strip_block(r0 + s * info.strip_rows, b0);
+      };
+      if (!info.reads_stored) {
+        kernels::int8_repack_avx2(source, r0 / kRows, strips, info.strip_rows, 0, nb, info.weights,
+                                  buf.panel.data());
+      }
       for (int64_t m0 = 0; m0 < m; m0 += kInt8XBlock) {
         const int64_t m1 = std::min(m, m0 + kInt8XBlock);
         std::fill(buf.c.data(), buf.c.data() + (m1 - m0) * kInt8RowBlock, 0.0f);
@@ -257,7 +307,8 @@ void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t 
             t.rows = std::min(info.x_rows, m1 - i0);
             t.ldc = kInt8RowBlock;
             for (int64_t s = 0; s < strips; ++s) {
-              t.strip = buf.panel.data() + s * strip_bytes + b0 * block_bytes;
+              t.strip = strip_at(s, b0);
+              t.half = (s * info.strip_rows) % kStripRows / 16;
               t.c = buf.c.data() + (i0 - m0) * kInt8RowBlock + s * info.strip_rows;
               info.tile(t);
             }
@@ -273,18 +324,22 @@ void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t 
   });
 }
 
+bool int8_gemm_type(QuantType type) {
+  return type == QuantType::kQ8 || type == QuantType::kQ4 || type == QuantType::kQ8Strips;
+}
+
 }  // namespace
 
 void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMatrix& w,
                const float* bias, float* y) {
-  QVL_CHECK(w.type() == QuantType::kQ8 || w.type() == QuantType::kQ4);
+  QVL_CHECK(int8_gemm_type(w.type()));
   QVL_CHECK(cpu_runs_int8_gemm_kernel(kernel));
   run_int8_gemm(kernel_info(kernel, w.type()), x, m, w, bias, y);
 }
 
 void int8_gemm_with_tile(Int8GemmKernel kernel, Int8TileFunction tile, const float* x, int64_t m,
                          const PackedMatrix& w, const float* bias, float* y) {
-  QVL_CHECK(w.type() == QuantType::kQ8 || w.type() == QuantType::kQ4);
+  QVL_CHECK(int8_gemm_type(w.type()));
   QVL_CHECK(cpu_isa() != IsaLevel::kScalar);  // the driver's quantizer and repacker use AVX2
   kernels::Int8KernelInfo info = kernel_info(kernel, w.type());
   info.tile = tile;
@@ -293,8 +348,7 @@ void int8_gemm_with_tile(Int8GemmKernel kernel, Int8TileFunction tile, const flo
 
 void int8_gemm_reference(const float* x, int64_t m, const PackedMatrix& w, const float* bias,
                          float* y) {
-  QVL_CHECK(w.type() == QuantType::kQ8 || w.type() == QuantType::kQ4);
-  const bool q8 = w.type() == QuantType::kQ8;
+  QVL_CHECK(int8_gemm_type(w.type()));
   const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
   const PackedRows packed(w, nb);
   std::vector<int8_t> q(static_cast<size_t>(k));
@@ -305,13 +359,10 @@ void int8_gemm_reference(const float* x, int64_t m, const PackedMatrix& w, const
     for (int64_t r = 0; r < n; ++r) {
       float acc = 0;
       for (int64_t b = 0; b < nb; ++b) {
-        uint8_t col[kCols];
-        unpack_block(packed, q8, r, b, col);
+        int32_t wq[kCols];
+        packed.block_q(r, b, wq);
         int32_t dot = 0;
-        for (int64_t j = 0; j < kCols; ++j) {
-          const int32_t wq = q8 ? static_cast<int8_t>(col[j]) : col[j] - 8;
-          dot += wq * q[static_cast<size_t>(b * kCols + j)];
-        }
+        for (int64_t j = 0; j < kCols; ++j) dot += wq[j] * q[static_cast<size_t>(b * kCols + j)];
         acc += static_cast<float>(dot) * (packed.scale(r, b) * scale[static_cast<size_t>(b)]);
       }
       y[i * n + r] = acc + (bias ? bias[r] : 0.0f);

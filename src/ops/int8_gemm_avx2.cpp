@@ -276,10 +276,13 @@ struct EmulatedVpdpbusd {
 }  // namespace
 
 void int8_tile_q8_avxvnni_emulated(const Int8Tile& t) {
-  vnni256_tile_rows<EmulatedVpdpbusd, true>(t);
+  vnni256_tile_rows<EmulatedVpdpbusd, Vnni256Weights::kQ8>(t);
 }
 void int8_tile_q4_avxvnni_emulated(const Int8Tile& t) {
-  vnni256_tile_rows<EmulatedVpdpbusd, false>(t);
+  vnni256_tile_rows<EmulatedVpdpbusd, Vnni256Weights::kQ4>(t);
+}
+void int8_tile_q8s_avxvnni_emulated(const Int8Tile& t) {
+  vnni256_tile_rows<EmulatedVpdpbusd, Vnni256Weights::kStoredQ8>(t);
 }
 
 void int8_tile_q8_avx2(const Int8Tile& t) {

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "ops/int8_gemm_kernels.h"
+#include "ops/packed_matrix.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 
@@ -25,10 +26,13 @@ namespace {
 }  // namespace
 
 void int8_tile_q8_avx512(const Int8Tile& t) {
-  tile_rows<true>(t);
+  tile_rows<Weights::kQ8>(t);
 }
 void int8_tile_q4_avx512(const Int8Tile& t) {
-  tile_rows<false>(t);
+  tile_rows<Weights::kQ4>(t);
+}
+void int8_tile_q8s_avx512(const Int8Tile& t) {
+  tile_rows<Weights::kStoredQ8>(t);
 }
 
 }  // namespace qvl::ops::kernels

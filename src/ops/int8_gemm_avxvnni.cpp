@@ -24,10 +24,13 @@ struct Vpdpbusd {
 }  // namespace
 
 void int8_tile_q8_avxvnni(const Int8Tile& t) {
-  vnni256_tile_rows<Vpdpbusd, true>(t);
+  vnni256_tile_rows<Vpdpbusd, Vnni256Weights::kQ8>(t);
 }
 void int8_tile_q4_avxvnni(const Int8Tile& t) {
-  vnni256_tile_rows<Vpdpbusd, false>(t);
+  vnni256_tile_rows<Vpdpbusd, Vnni256Weights::kQ4>(t);
+}
+void int8_tile_q8s_avxvnni(const Int8Tile& t) {
+  vnni256_tile_rows<Vpdpbusd, Vnni256Weights::kStoredQ8>(t);
 }
 
 }  // namespace qvl::ops::kernels

@@ -7,6 +7,7 @@
 
 #include "ops/int8_gemm_kernels.h"
 #include "ops/packed_kernels.h"
+#include "ops/packed_matrix.h"
 
 #pragma GCC target("avx2,fma,f16c")
 
@@ -39,6 +40,25 @@ inline void group_rows(const Int8RepackSource& src, const uint8_t* group, int64_
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + b * kQ4TileBytes + r * 16));
     row[r] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low4), _mm_and_si128(v, low4));
   }
+}
+
+// Rows 4g .. 4g + 3 of block b of a kQ8Strips matrix as 32 int8 columns each: word (quad, row)
+// of the strip becomes word quad of the row (a 4 x 8 transpose of 32-bit words), q + 128 -> q.
+inline void strip_rows(const uint8_t* block, int64_t row_in_strip, __m256i (&row)[kRows]) {
+  __m256i a[4];
+  for (int q = 0; q < 4; ++q) {
+    const uint8_t* at = block + q * kStripRows * 4 + row_in_strip * 4;
+    a[q] =
+        _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 4 * kStripRows * 4)),
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(at)));
+  }
+  const __m256i t0 = _mm256_unpacklo_epi32(a[0], a[1]), t1 = _mm256_unpackhi_epi32(a[0], a[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(a[2], a[3]), t3 = _mm256_unpackhi_epi32(a[2], a[3]);
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  row[0] = _mm256_xor_si256(_mm256_unpacklo_epi64(t0, t2), flip);
+  row[1] = _mm256_xor_si256(_mm256_unpackhi_epi64(t0, t2), flip);
+  row[2] = _mm256_xor_si256(_mm256_unpacklo_epi64(t1, t3), flip);
+  row[3] = _mm256_xor_si256(_mm256_unpackhi_epi64(t1, t3), flip);
 }
 
 // Rows 0-3 of v, 8 32-bit words each, to words [w0, w0 + 8) of a strip block: word w of row r
@@ -74,7 +94,15 @@ void int8_repack_avx2(const Int8RepackSource& src, int64_t g0, int64_t strips, i
         auto* scales = reinterpret_cast<float*>(dst + weight_bytes * nr) + gs * kRows;
         auto* sums = reinterpret_cast<int32_t*>(dst + (weight_bytes + 4) * nr) + gs * kRows;
         __m256i row[kRows];
-        if (g < src.groups_total) {
+        if (g < src.groups_total && src.strip_bytes != 0) {
+          const int64_t row0 = g * kRows;
+          const uint8_t* block =
+              src.groups + row0 / kStripRows * src.strip_bytes + (b0 + b) * kStripBlockBytes;
+          _mm_prefetch(reinterpret_cast<const char*>(block + 4096), _MM_HINT_T0);
+          strip_rows(block, row0 % kStripRows, row);
+          _mm_storeu_ps(scales, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(
+                                    block + kStripRows * kCols + row0 % kStripRows * 2))));
+        } else if (g < src.groups_total) {
           // The weights come cold from DRAM (every matrix once per prompt chunk) and the
           // out-of-order window covers only a few blocks: ask for the line 4 KiB ahead (into the
           // next groups at the end). BM_Int8GemmCold m32: q8 -11..-18%, q4 -7..-11%.

@@ -10,11 +10,14 @@
 //   q8: x + 128 (unsigned) times w; the offset is taken off per block as 128 * sum(w) of the row,
 //       precomputed when the weights are repacked.
 //   q4: the stored nibble q + 8 (unsigned) times x; the offset is taken off as 8 * sum(x).
+//   stored q8 (a kQ8Strips matrix read in place, half t.half of each 32-row strip): q + 128
+//       (unsigned) times x, less 128 * sum(x); fp16 scales.
 #pragma once
 
 #include <cstring>
 
 #include "ops/int8_gemm_kernels.h"
+#include "ops/packed_matrix.h"
 
 namespace qvl::ops::kernels {
 namespace {  // NOLINT: internal linkage on purpose (see above)
@@ -32,10 +35,22 @@ inline __m256i vnni256_load(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
-template <class Dot, int R, bool Q8>
+enum class Vnni256Weights { kQ8, kQ4, kStoredQ8 };
+
+inline __m256 vnni256_widen_scales(const uint8_t* fp16) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(fp16)));
+}
+
+template <class Dot, int R, Vnni256Weights W>
 void vnni256_tile(const Int8Tile& t) {
+  constexpr bool Q8 = W == Vnni256Weights::kQ8, kStored = W == Vnni256Weights::kStoredQ8;
+  // A stored strip has 32 rows: this tile's 16 are 64 bytes into each quad's 128 at t.half.
+  constexpr int64_t kStride = kStored ? kStripBlockBytes : kVnni256BlockBytes;
+  constexpr int64_t kQuadBytes = kStored ? kStripRows * 4 : kVnni256Rows * 4;
+  constexpr int32_t kOffsetW = kStored ? 128 : 8;
   for (int64_t b = 0; b < t.nblocks; ++b) {
-    const uint8_t* block = t.strip + b * kVnni256BlockBytes;
+    const uint8_t* block = t.strip + b * kStride;
+    const uint8_t* weights = kStored ? block + t.half * kVnni256Rows * 4 : block;
     const auto* scales = reinterpret_cast<const float*>(block + 32 * kVnni256Rows);
     const auto* sums = reinterpret_cast<const uint8_t*>(block + 36 * kVnni256Rows);
     // The dot products start at minus the operand offset (q8: 128 * sum(w) per weight row; q4:
@@ -49,12 +64,13 @@ void vnni256_tile(const Int8Tile& t) {
       for (int i = 0; i < R; ++i) acc[i][0] = start0, acc[i][1] = start1;
     } else {
       for (int i = 0; i < R; ++i) {
-        acc[i][0] = acc[i][1] = _mm256_set1_epi32(-8 * t.xsum[i * t.ldxs + b]);
+        acc[i][0] = acc[i][1] = _mm256_set1_epi32(-kOffsetW * t.xsum[i * t.ldxs + b]);
       }
     }
 #pragma GCC unroll 8
     for (int quad = 0; quad < 8; ++quad) {
-      const __m256i w0 = vnni256_load(block + quad * 64), w1 = vnni256_load(block + quad * 64 + 32);
+      const __m256i w0 = vnni256_load(weights + quad * kQuadBytes);
+      const __m256i w1 = vnni256_load(weights + quad * kQuadBytes + 32);
 #pragma GCC unroll 6
       for (int i = 0; i < R; ++i) {
         const int64_t at = i * t.ldx + b * 32 + quad * 4;
@@ -69,7 +85,14 @@ void vnni256_tile(const Int8Tile& t) {
         }
       }
     }
-    const __m256 s0 = _mm256_loadu_ps(scales), s1 = _mm256_loadu_ps(scales + 8);
+    __m256 s0, s1;
+    if constexpr (kStored) {
+      const uint8_t* fp16 = block + kStripRows * kBlockCols + t.half * kVnni256Rows * 2;
+      s0 = vnni256_widen_scales(fp16);
+      s1 = vnni256_widen_scales(fp16 + 16);
+    } else {
+      s0 = _mm256_loadu_ps(scales), s1 = _mm256_loadu_ps(scales + 8);
+    }
     for (int i = 0; i < R; ++i) {
       const __m256i d0 = acc[i][0], d1 = acc[i][1];
       const __m256 sx = _mm256_set1_ps(t.xscale[i * t.ldxs + b]);
@@ -82,21 +105,21 @@ void vnni256_tile(const Int8Tile& t) {
   }
 }
 
-template <class Dot, bool Q8>
+template <class Dot, Vnni256Weights W>
 void vnni256_tile_rows(const Int8Tile& t) {
   switch (t.rows) {
     case 1:
-      return vnni256_tile<Dot, 1, Q8>(t);
+      return vnni256_tile<Dot, 1, W>(t);
     case 2:
-      return vnni256_tile<Dot, 2, Q8>(t);
+      return vnni256_tile<Dot, 2, W>(t);
     case 3:
-      return vnni256_tile<Dot, 3, Q8>(t);
+      return vnni256_tile<Dot, 3, W>(t);
     case 4:
-      return vnni256_tile<Dot, 4, Q8>(t);
+      return vnni256_tile<Dot, 4, W>(t);
     case 5:
-      return vnni256_tile<Dot, 5, Q8>(t);
+      return vnni256_tile<Dot, 5, W>(t);
     default:  // kInt8AvxVnniXRows: 12 accumulators, 2 weight vectors and x in the 16 registers
-      return vnni256_tile<Dot, 6, Q8>(t);
+      return vnni256_tile<Dot, 6, W>(t);
   }
 }
 

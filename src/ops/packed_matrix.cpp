@@ -28,9 +28,10 @@ int64_t group_bytes(QuantType type, int64_t nb) {
     case QuantType::kQ4:
       return nb * (kScaleBytes + kernels::kQ4TileBytes);
     case QuantType::kExact:
+    case QuantType::kQ8Strips:
       break;
   }
-  fail(ErrorCode::kInternal, "group_bytes of exact matrix");
+  fail(ErrorCode::kInternal, "group_bytes of an exact or strip matrix");
 }
 
 void check_shape(QuantType type, int64_t rows, int64_t cols) {
@@ -104,6 +105,34 @@ void pack_group(const WeightRef& source, QuantType type, int64_t g, uint8_t* dst
   }
 }
 
+// Writes strip s of a kQ8Strips matrix: rows [32s, 32s + 32) of source (missing rows are zero).
+void pack_strip(const WeightRef& source, int64_t s, uint8_t* dst) {
+  const int64_t cols = source.cols, nb = cols / kCols;
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < kStripRows; ++r) {
+    const int64_t src_row = s * kStripRows + r;
+    if (src_row < source.rows) {
+      weight_row_to_f32(source, src_row, row.data());
+    } else {
+      std::fill(row.begin(), row.end(), 0.0f);
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* block = dst + b * kStripBlockBytes;
+      uint16_t scale;
+      int8_t q[kCols];
+      quantize_block(row.data() + b * kCols, 127.0f, &scale, q);
+      std::memcpy(block + kStripRows * kCols + r * 2, &scale, 2);
+      for (int64_t j = 0; j < kCols; ++j) {
+        block[(j / 4) * kStripRows * 4 + r * 4 + j % 4] = static_cast<uint8_t>(q[j] + 128);
+      }
+    }
+  }
+}
+
+int64_t strip_count(int64_t rows) {
+  return (rows + kStripRows - 1) / kStripRows;
+}
+
 }  // namespace
 
 const char* quant_type_name(QuantType type) {
@@ -116,8 +145,14 @@ const char* quant_type_name(QuantType type) {
       return "q8";
     case QuantType::kQ4:
       return "q4";
+    case QuantType::kQ8Strips:
+      return "q8-strips";
   }
   return "?";
+}
+
+const char* quant_values_name(QuantType type) {
+  return quant_type_name(type == QuantType::kQ8Strips ? QuantType::kQ8 : type);
 }
 
 QuantType parse_quant_type(const std::string& name) {
@@ -131,6 +166,9 @@ QuantType parse_quant_type(const std::string& name) {
 size_t packed_size_bytes(QuantType type, int64_t rows, int64_t cols) {
   if (type == QuantType::kExact) fail(ErrorCode::kInvalidArgument, "exact matrices are not packed");
   check_shape(type, rows, cols);
+  if (type == QuantType::kQ8Strips) {
+    return static_cast<size_t>(strip_count(rows) * (cols / kCols) * kStripBlockBytes);
+  }
   const int64_t groups = (rows + kRows - 1) / kRows;
   return static_cast<size_t>(groups * group_bytes(type, cols / kCols));
 }
@@ -150,6 +188,17 @@ PackedMatrix PackedMatrix::pack(const WeightRef& source, QuantType type) {
   }
   m.size_ = packed_size_bytes(type, source.rows, source.cols);
   m.owned_.resize(m.size_);
+  m.bytes_ = m.owned_.data();
+  if (type == QuantType::kQ8Strips) {
+    const int64_t strip_bytes = source.cols / kCols * kStripBlockBytes;
+    ThreadPool::global().parallel_for(
+        static_cast<size_t>(strip_count(source.rows)), [&](size_t s0, size_t s1) {
+          for (auto s = static_cast<int64_t>(s0); s < static_cast<int64_t>(s1); ++s) {
+            pack_strip(source, s, m.owned_.data() + s * strip_bytes);
+          }
+        });
+    return m;
+  }
   const int64_t gbytes = group_bytes(type, source.cols / kCols);
   uint8_t* dst = m.owned_.data();
   const size_t groups = static_cast<size_t>((source.rows + kRows - 1) / kRows);
@@ -158,7 +207,6 @@ PackedMatrix PackedMatrix::pack(const WeightRef& source, QuantType type) {
       pack_group(source, type, static_cast<int64_t>(g), dst + static_cast<int64_t>(g) * gbytes);
     }
   });
-  m.bytes_ = dst;
   return m;
 }
 
@@ -190,6 +238,22 @@ void PackedMatrix::row_to_f32(int64_t r, float* out) const {
   }
   if (type_ == QuantType::kExact) {
     weight_row_to_f32(exact_, r, out);
+    return;
+  }
+  if (type_ == QuantType::kQ8Strips) {
+    const int64_t nb = cols_ / kCols, in_strip = r % kStripRows;
+    const auto* strip =
+        static_cast<const uint8_t*>(bytes_) + r / kStripRows * nb * kStripBlockBytes;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* block = strip + b * kStripBlockBytes;
+      uint16_t h;
+      std::memcpy(&h, block + kStripRows * kCols + in_strip * 2, 2);
+      const float scale = f16_to_f32(h);
+      for (int64_t j = 0; j < kCols; ++j) {
+        const int q = block[(j / 4) * kStripRows * 4 + in_strip * 4 + j % 4] - 128;
+        out[b * kCols + j] = scale * static_cast<float>(q);
+      }
+    }
     return;
   }
   const int64_t nb = cols_ / kCols, in_group = r % kRows;

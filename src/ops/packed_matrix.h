@@ -14,6 +14,13 @@
 //   kQ4:   16 bytes per row (tile 64 bytes): byte j holds column j in its low nibble and column
 //          j + 16 in its high nibble, each q + 8 with q in [-7, 7]; value = scale * q with
 //          scale = fp16(block absmax / 7). 0.5625 bytes per weight.
+//   kQ8Strips: the kQ8 values and scales, stored for the int8 GEMM instead of the GEMV (matrices
+//          only ever multiplied with many rows: the vision tower's), so it reads them as stored.
+//          Rows in strips of kStripRows = 32 (the last padded with zero rows), strips in row
+//          order; per strip, for each block b of 32 columns (kStripBlockBytes = 1088 bytes):
+//            [8 quads][32 rows][4 bytes]  q + 128 of columns 4 * quad .. 4 * quad + 3 (unsigned)
+//            [32 x fp16]                  the rows' block scales
+//          1.0625 bytes per weight, like kQ8.
 // Quantization is round-to-nearest-even against the fp16-rounded scale, deterministic. The error
 // of a weight is at most half a scale step: absmax / 254 (q8), absmax / 14 (q4), up to the fp16
 // rounding of the scale (relative 2^-11; blocks with absmax below ~1e-2 (q8) / ~5e-4 (q4) get an
@@ -40,6 +47,7 @@
 // once for several of them. Both do the same arithmetic per (x row, group), so a row's result
 // does not depend on the batch below 16 rows (bit for bit); on AVX2, q8/q4 rows also get the int8
 // GEMM's bits (see packed_gemv_avx2_quant.cpp), so their result does not depend on m at all.
+// kQ8Strips always takes the int8 GEMM (any m) on AVX2 and up, and its scalar oracle below.
 // m >= 16 uses a GEMM (int8 for q8/q4: int8_gemm.cpp; fp32/bf16: register tiles of 6 x rows x 16
 // weight rows on AVX2, 12 x 32 on AVX-512, see packed_gemm.h). The first use of each SIMD level
 // is checked against the scalar kernels (see best_isa).
@@ -55,14 +63,20 @@
 
 namespace qvl::ops {
 
-enum class QuantType { kExact, kBF16, kQ8, kQ4 };
+enum class QuantType { kExact, kBF16, kQ8, kQ4, kQ8Strips };
 
-const char* quant_type_name(QuantType type);  // "exact", "bf16", "q8", "q4"
-// Parses a name of quant_type_name; throws qvl::Error(kInvalidArgument) otherwise.
+// "exact", "bf16", "q8", "q4", "q8-strips"
+const char* quant_type_name(QuantType type);
+// The user's name for the values a type holds: quant_type_name, but "q8" for kQ8Strips.
+const char* quant_values_name(QuantType type);
+// Parses a user's weight type (exact, bf16, q8, q4: not the internal q8-strips); throws
+// qvl::Error(kInvalidArgument) otherwise.
 QuantType parse_quant_type(const std::string& name);
 
 inline constexpr int64_t kGroupRows = 4;
 inline constexpr int64_t kBlockCols = 32;
+inline constexpr int64_t kStripRows = 32;
+inline constexpr int64_t kStripBlockBytes = kStripRows * (kBlockCols + 2);
 
 // Size in bytes of the packed representation of a [rows, cols] matrix of a packed type
 // (kBF16/kQ8/kQ4). Throws qvl::Error(kUnsupported) for shapes the type cannot hold.
@@ -138,9 +152,10 @@ IsaLevel active_isa();
 // Activations of the GEMM (m >= 16 rows, SIMD levels) on q8/q4 matrices. kInt8 (default): x is
 // quantized per row and block of 32 as in the decode GEMV and multiplied in integers with the
 // stored weights (int8_gemm.h). kF32: weights are dequantized and multiplied with fp32 x (slower,
-// no activation rounding). bf16 matrices always use the fp32 GEMM. The default can be set with
-// the environment variable QVL_GEMM_ACT=int8|f32 (read once; another value is logged as an error
-// and ignored); set_gemm_activations overrides it (nullopt = back to that default).
+// no activation rounding). bf16 matrices always use the fp32 GEMM, kQ8Strips the int8 one. The
+// default can be set with the environment variable QVL_GEMM_ACT=int8|f32 (read once; another value
+// is logged as an error and ignored); set_gemm_activations overrides it (nullopt = back to that
+// default).
 enum class GemmActivations { kInt8, kF32 };
 const char* gemm_activations_name(GemmActivations act);  // "int8", "f32"
 void set_gemm_activations(std::optional<GemmActivations> act);

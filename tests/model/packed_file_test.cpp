@@ -97,7 +97,7 @@ void expect_same_model(const std::string& folder, const std::string& quant, cons
   const TextWeights file_text =
       load_packed_text_weights(config, packed.store(), types, packed.lm_head_tied());
   const VisionWeights file_vision = load_vision_weights(config.vision, packed.store(), types);
-  EXPECT_EQ(file_vision.blocks.at(0).fc1.weight.type(), types.vision);
+  EXPECT_EQ(file_vision.blocks.at(0).fc1.weight.type(), vision_matrix_type(types.vision));
   EXPECT_EQ(file_vision.blocks.at(0).fc1.weight.bytes(),
             packed.store().packed(file_vision_name(0))->bytes->data);  // used in place
   EXPECT_EQ(file_text.tied_lm_head, folder_text.tied_lm_head);
@@ -260,9 +260,11 @@ TEST_F(PackedFileErrors, PlainSafetensorsIsNotAPackedFile) {
 TEST_F(PackedFileErrors, WrongMarkerVersionLayoutOrQuant) {
   Failure f = edited("marker.qvl", [](auto& h) { h["__metadata__"][kPackedFormatKey] = "gguf"; });
   EXPECT_NE(f.message.find("not a qvl pre-packed model file"), std::string::npos) << f.message;
-  f = edited("version.qvl", [](auto& h) { h["__metadata__"][kPackedVersionKey] = "2"; });
+  // Version 1 files (q8 vision in the GEMV's groups) are refused with what to do.
+  f = edited("version.qvl", [](auto& h) { h["__metadata__"][kPackedVersionKey] = "1"; });
   EXPECT_EQ(f.code, ErrorCode::kUnsupported);
-  EXPECT_NE(f.message.find("version '2'"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("version '1'"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("qvl quantize"), std::string::npos) << f.message;
   f = edited("noversion.qvl", [](auto& h) { h["__metadata__"].erase(kPackedVersionKey); });
   EXPECT_EQ(f.code, ErrorCode::kUnsupported) << f.message;
   f = edited("layout.qvl", [](auto& h) { h["__metadata__"][kPackedLayoutKey] = "0123"; });

@@ -87,11 +87,12 @@ TEST(VisionQuant, Q8TypesOnlyTheBigMatrices) {
   EXPECT_EQ(w.patch_embed.type(), ops::QuantType::kBF16);
   for (const VisionBlockWeights& b : w.blocks) {
     for (const LinearWeights* l : {&b.qkv, &b.proj, &b.fc1, &b.fc2}) {
-      EXPECT_EQ(l->weight.type(), ops::QuantType::kQ8);
+      // q8 values, stored in the int8 GEMM's strips (only ever multiplied with many rows).
+      EXPECT_EQ(l->weight.type(), ops::QuantType::kQ8Strips);
     }
   }
-  EXPECT_EQ(w.merger.fc1.weight.type(), ops::QuantType::kQ8);
-  EXPECT_EQ(w.deepstack_mergers.at(0).fc2.weight.type(), ops::QuantType::kQ8);
+  EXPECT_EQ(w.merger.fc1.weight.type(), ops::QuantType::kQ8Strips);
+  EXPECT_EQ(w.deepstack_mergers.at(0).fc2.weight.type(), ops::QuantType::kQ8Strips);
 }
 
 // Bounds from measurements on this tiny random model (printed): q8 with int8 activations (scalar

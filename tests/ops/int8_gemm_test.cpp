@@ -62,7 +62,7 @@ TEST_P(Int8GemmKernels, MatchesTheScalarOracleOnEveryTail) {
     auto x = random_vector(static_cast<size_t>(p.m * p.k), 61, 1.0f);
     for (int64_t j = 0; j < 32; ++j) x[static_cast<size_t>(j)] = 0.0f;  // an all-zero block
     const auto bias = random_vector(static_cast<size_t>(p.n), 62, 1.0f);
-    for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+    for (QuantType type : {QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips}) {
       const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), p.n, p.k}, type);
       const auto wd = dequantized(packed);
       std::vector<float> want(static_cast<size_t>(p.m * p.n)), got(want.size(), NAN);
@@ -186,6 +186,31 @@ TEST_P(Int8GemmKernels, GivesTheBitsOfTheAvx2Kernel) {
   }
 }
 
+TEST_P(Int8GemmKernels, StoredStripsGiveTheBitsOfQ8AtAnyM) {
+  // kQ8Strips holds kQ8's values: read in place (VNNI kernels) or repacked from its strips
+  // (others), every kernel must give exactly its kQ8 bits, also below kGemmMinRows (matmul sends
+  // kQ8Strips here for any m). n: a partial 16-row half and 32-row strip, a partial row block.
+  const Problem problems[] = {{42, 288, 1},   {77, 1120, 3},  {16, 32, 7},
+                              {100, 544, 16}, {131, 320, 40}, {5, 96, 263}};
+  for (const Problem& p : problems) {
+    const auto w = random_vector(static_cast<size_t>(p.n * p.k), 130, 0.05f);
+    auto x = random_vector(static_cast<size_t>(p.m * p.k), 131, 1.0f);
+    for (size_t j = 0; j < x.size(); j += 41) x[j] *= 50.0f;  // saturating x blocks at +-127
+    const auto bias = random_vector(static_cast<size_t>(p.n), 132, 1.0f);
+    const WeightRef source{WeightType::kF32, w.data(), p.n, p.k};
+    const auto q8 = PackedMatrix::pack(source, QuantType::kQ8);
+    const auto strips = PackedMatrix::pack(source, QuantType::kQ8Strips);
+    std::vector<float> want(static_cast<size_t>(p.m * p.n)), got(want.size(), NAN);
+    int8_gemm(GetParam(), x.data(), p.m, q8, bias.data(), want.data());
+    int8_gemm(GetParam(), x.data(), p.m, strips, bias.data(), got.data());
+    for (size_t at = 0; at < want.size(); ++at) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(got[at]), std::bit_cast<uint32_t>(want[at]))
+          << "n " << p.n << " k " << p.k << " m " << p.m << " at x row "
+          << static_cast<int64_t>(at) / p.n << ", w row " << static_cast<int64_t>(at) % p.n;
+    }
+  }
+}
+
 TEST(Int8GemmAvx2Q8, AssemblyTileGivesTheBitsOfTheSession6Kernel) {
   // The q8 tile in assembly (kAvx2) and the intrinsics tile it replaced (kAvx2Gemm6) compute the
   // same int32 block dots and fp32 updates: equal bits on odd n (partial strips and row blocks),
@@ -251,6 +276,34 @@ TEST(Int8GemmDispatch, MatmulUsesTheInt8GemmUnlessToldF32) {
     }
     EXPECT_EQ(int8, direct) << quant_type_name(type);
     EXPECT_NE(f32, int8) << quant_type_name(type) << ": f32 activations must not round x";
+  }
+}
+
+TEST(Int8GemmDispatch, MatmulTakesTheInt8GemmForStoredStripsAtAnyM) {
+  // Also under f32 GEMM activations and for single rows; the scalar level takes the oracle.
+  const int64_t n = 40, k = 320;
+  const auto w = random_vector(static_cast<size_t>(n * k), 94, 0.05f);
+  const auto strips =
+      PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, QuantType::kQ8Strips);
+  for (int64_t m : {int64_t{1}, int64_t{5}, kernels::kGemmMinRows, int64_t{50}}) {
+    const auto x = random_vector(static_cast<size_t>(m * k), 95, 1.0f);
+    std::vector<float> got(static_cast<size_t>(m * n)), want(got.size());
+    {
+      testing::IsaScope scalar(IsaLevel::kScalar);
+      matmul(x.data(), m, strips, nullptr, got.data());
+    }
+    int8_gemm_reference(x.data(), m, strips, nullptr, want.data());
+    EXPECT_EQ(got, want) << "scalar, m " << m;
+    if (best_isa() == IsaLevel::kScalar) continue;
+    const Int8GemmKernel best = best_isa() == IsaLevel::kAvx512 ? Int8GemmKernel::kAvx512Vnni
+                                : cpu_has_avx_vnni()            ? Int8GemmKernel::kAvxVnni
+                                                                : Int8GemmKernel::kAvx2;
+    int8_gemm(best, x.data(), m, strips, nullptr, want.data());
+    for (GemmActivations act : {GemmActivations::kInt8, GemmActivations::kF32}) {
+      ActivationsScope scope(act);
+      matmul(x.data(), m, strips, nullptr, got.data());
+      EXPECT_EQ(got, want) << gemm_activations_name(act) << ", m " << m;
+    }
   }
 }
 

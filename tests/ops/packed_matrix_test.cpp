@@ -37,11 +37,14 @@ TEST(QuantType, NamesRoundTrip) {
   for (QuantType t : {QuantType::kExact, QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
     EXPECT_EQ(parse_quant_type(quant_type_name(t)), t);
   }
-  try {
-    parse_quant_type("q5");
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+  // Internal storage types are not users' choices.
+  for (const char* name : {"q5", "q8-strips"}) {
+    try {
+      parse_quant_type(name);
+      FAIL() << "expected an error for " << name;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    }
   }
 }
 
@@ -116,12 +119,38 @@ TEST(PackedMatrix, SizesFollowTheFormat) {
   EXPECT_EQ(packed_size_bytes(QuantType::kBF16, 8, 64), 8u * 64 * 2);
   EXPECT_EQ(packed_size_bytes(QuantType::kQ8, 8, 64), 2u * 2 * (8 + 128));
   EXPECT_EQ(packed_size_bytes(QuantType::kQ4, 5, 64), 2u * 2 * (8 + 64));  // padded to 8 rows
+  // Strips of 32 rows (the last padded), per block 32 x 32 bytes and 32 fp16 scales.
+  EXPECT_EQ(packed_size_bytes(QuantType::kQ8Strips, 33, 64), 2u * 2 * (1024 + 64));
+  EXPECT_EQ(packed_size_bytes(QuantType::kQ8Strips, 64, 32),
+            packed_size_bytes(QuantType::kQ8, 64, 32));
+}
+
+TEST(PackedMatrix, Q8StripsHoldTheQ8ValuesInTheirLayout) {
+  const int64_t rows = 45, cols = 96;  // a strip and a padded one, 3 blocks
+  const auto w = random_weights(rows, cols, 5);
+  const auto q8 = PackedMatrix::pack(f32_ref(w, rows, cols), QuantType::kQ8);
+  const auto strips = PackedMatrix::pack(f32_ref(w, rows, cols), QuantType::kQ8Strips);
+  EXPECT_EQ(dequantized(strips), dequantized(q8));
+  // Row 33 (strip 1, row 1), block 2, column 9 (quad 2, byte 1): q + 128 at
+  // strip * 3 * 1088 + block * 1088 + quad * 128 + row * 4 + byte; its scale after the quads.
+  const auto* bytes = static_cast<const uint8_t*>(strips.bytes());
+  const uint8_t* block = bytes + 1 * 3 * kStripBlockBytes + 2 * kStripBlockBytes;
+  uint16_t h;
+  std::memcpy(&h, block + 1024 + 1 * 2, 2);
+  const float scale = f16_to_f32(h);
+  EXPECT_GT(scale, 0.0f);
+  EXPECT_EQ(scale * static_cast<float>(block[2 * 128 + 1 * 4 + 1] - 128),
+            dequantized(q8)[static_cast<size_t>(33 * cols + 2 * 32 + 9)]);
+  // Padded rows are zero: q = 0 (stored 128), scale 0.
+  const uint8_t* last = bytes + 1 * 3 * kStripBlockBytes;
+  EXPECT_EQ(last[5 * 128 + 20 * 4 + 3], 128);
+  EXPECT_EQ(last[1024 + 20 * 2] | last[1024 + 20 * 2 + 1], 0);
 }
 
 TEST(PackedMatrix, PackingIsDeterministicAndViewRoundTrips) {
   const int64_t rows = 13, cols = 160;
   const auto w = random_weights(rows, cols, 3);
-  for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
+  for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips}) {
     const auto a = PackedMatrix::pack(f32_ref(w, rows, cols), type);
     const auto b = PackedMatrix::pack(f32_ref(w, rows, cols), type);
     ASSERT_EQ(a.size_bytes(), packed_size_bytes(type, rows, cols));
