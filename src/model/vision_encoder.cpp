@@ -6,9 +6,11 @@
 
 #include "base/aligned_buffer.h"
 #include "base/error.h"
+#include "base/mapped_file.h"
 #include "base/stage_profile.h"
 #include "base/thread_pool.h"
 #include "model/vision_positions.h"
+#include "model/weight_matrices.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
@@ -235,10 +237,20 @@ std::vector<float> VisionEncoder::embed_patches(const float* pixels, int64_t gh,
   return x;
 }
 
+void VisionEncoder::map_weights_in() const {
+  // One madvise (~12 ms for the 2B tower's 0.43 GB of q8) instead of ~0.18 s of page faults
+  // spread over the first image.
+  std::call_once(weights_mapped_, [this] {
+    for_each_matrix(w_,
+                    [](const ops::PackedMatrix& m) { populate_pages(m.bytes(), m.size_bytes()); });
+  });
+}
+
 VisionOutput VisionEncoder::encode(const float* pixels, int64_t gh, int64_t gw,
                                    const TensorTap& tap,
                                    const std::function<void()>& between_blocks) const {
   check_grid(gh, gw);
+  map_weights_in();
   return run_blocks(embed_patches(pixels, gh, gw, tap), gh, gw, tap, between_blocks);
 }
 
@@ -246,6 +258,7 @@ VisionOutput VisionEncoder::encode(std::vector<float>&& pixels, int64_t gh, int6
                                    const TensorTap& tap,
                                    const std::function<void()>& between_blocks) const {
   check_grid(gh, gw);
+  map_weights_in();
   std::vector<float> x = embed_patches(pixels.data(), gh, gw, tap);
   std::vector<float>().swap(pixels);  // not needed past the patch embedding
   return run_blocks(std::move(x), gh, gw, tap, between_blocks);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <vector>
 
 #include "model/config.h"
@@ -49,6 +50,7 @@ class VisionEncoder {
              Workspace& ws, std::vector<float>& x, const std::function<void()>& between) const;
   std::vector<float> merge(const MergerWeights& w, const std::vector<float>& x, int64_t n) const;
   void check_grid(int64_t grid_h, int64_t grid_w) const;
+  void map_weights_in() const;
   std::vector<float> embed_patches(const float* pixel_values, int64_t grid_h, int64_t grid_w,
                                    const TensorTap& tap) const;
   VisionOutput run_blocks(std::vector<float> x, int64_t grid_h, int64_t grid_w,
@@ -58,6 +60,7 @@ class VisionEncoder {
   const VisionWeights& w_;
   int64_t row_chunk_;
   int64_t attention_heads_;
+  mutable std::once_flag weights_mapped_;  // the tower's pages entered at its first image
 };
 
 }  // namespace qvl
