@@ -9,11 +9,10 @@
 // per row, the whole batch in one call).
 // BM_SmallBatchMatmul/<shape>/<type>/m<m>: ops::matmul with all pool threads on cold weights
 // (rotating copies > the cache, as decode reads them; q8 against q8-strips: the GEMV and small
-// batch kernels against the int8 GEMM's stored-strip tile on the same values); BM_SmallBatchGemm the same batches on the
-// AVX2 int8 GEMM (m >= 16's path), to place the crossover.
-// Counters: GOP_s (2 m n k per wall second), GOP_cpu_s (per CPU-second of the whole process, so
-// a loaded machine's waits do not count), pct_int8_peak (GOP_cpu_s against the probe's 1-thread
-// int8 dot peak), load1.
+// batch kernels against the int8 GEMM's stored-strip tile on the same values); BM_SmallBatchGemm
+// the same batches on the AVX2 int8 GEMM (m >= 16's path), to place the crossover. Counters: GOP_s
+// (2 m n k per wall second), GOP_cpu_s (per CPU-second of the whole process, so a loaded machine's
+// waits do not count), pct_int8_peak (GOP_cpu_s against the probe's 1-thread int8 dot peak), load1.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -208,6 +207,7 @@ const int registered = [] {
                           {"lm_head_151936x2048", QuantType::kQ8, 151936, 2048},
                           // The same values stored for the int8 GEMM (the vision tower's q8):
                           // matmul runs its stored-strip tile at every m, no repack.
+                          {"lm_head_151936x2048", QuantType::kQ8Strips, 151936, 2048},
                           {"gate_up_6144x2048", QuantType::kQ8, 6144, 2048},
                           {"gate_up_6144x2048", QuantType::kQ8Strips, 6144, 2048}};
   const std::string isa = qvl::ops::isa_level_name(qvl::ops::best_isa());

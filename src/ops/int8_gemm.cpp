@@ -248,11 +248,18 @@ bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
 
 namespace {
 
+// How far ahead a streamed stored strip is prefetched.
+constexpr int64_t kStreamPrefetchBytes = 4 * kStripBlockBytes;
+
 void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t m,
                    const PackedMatrix& w, const float* bias, float* y) {
   const bool strips = w.type() == QuantType::kQ8Strips;
   const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
-  quantize_x(x, m, k, info.depth, info.x_layout);
+  // Chunks of depth keep a strip's chunk in L1 for every x tile that reuses it; rows that fit one
+  // x tile read a stored strip once, so they take it whole, one sequential stream (same bits).
+  const bool streamed = info.reads_stored && m < kernels::kGemmMinRows;
+  const int64_t depth = streamed ? k : info.depth;
+  quantize_x(x, m, k, depth, info.x_layout);
   const PackedRows packed(w, nb);
   const kernels::Int8RepackSource source{packed.bytes,
                                          packed.group_bytes,
@@ -262,7 +269,7 @@ void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t 
                                          strips ? packed.strip_bytes : 0};
   const int64_t row_blocks = (n + kInt8RowBlock - 1) / kInt8RowBlock;
   const int64_t block_bytes = kernels::int8_strip_block_bytes(info.strip_rows, info.weights);
-  const int64_t depth_blocks = info.depth / kCols;
+  const int64_t depth_blocks = depth / kCols;
   // The calling thread's quantized x (t_x of a pool thread is another buffer).
   const int8_t* const xq = t_x.q.data();
   const uint8_t* const xu = t_x.u.empty() ? nullptr : t_x.u.data();
@@ -306,6 +313,7 @@ void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t 
             t.ldxs = nbc;
             t.rows = std::min(info.x_rows, m1 - i0);
             t.ldc = kInt8RowBlock;
+            t.prefetch_ahead = streamed ? kStreamPrefetchBytes : 0;
             for (int64_t s = 0; s < strips; ++s) {
               t.strip = strip_at(s, b0);
               t.half = (s * info.strip_rows) % kStripRows / 16;

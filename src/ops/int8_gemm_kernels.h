@@ -53,6 +53,9 @@ struct Int8Tile {
   float* c;      // output row i: c + i * ldc, strip_rows floats; accumulated into
   int64_t ldc;
   int64_t half;  // 16-row stored-strip kernels: rows [16 * half, 16 * half + 16) of the strip
+  // Stored-strip kernels: when not 0, every line of the block this many bytes on is prefetched
+  // (a batch that fits one x tile streams each stored strip once, from DRAM).
+  int64_t prefetch_ahead;
 };
 using Int8TileKernel = void (*)(const Int8Tile& t);
 

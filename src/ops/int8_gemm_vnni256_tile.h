@@ -50,6 +50,11 @@ void vnni256_tile(const Int8Tile& t) {
   constexpr int32_t kOffsetW = kStored ? 128 : 8;
   for (int64_t b = 0; b < t.nblocks; ++b) {
     const uint8_t* block = t.strip + b * kStride;
+    if (kStored && t.prefetch_ahead != 0) {  // this tile's half of the block, and the scales
+      const uint8_t* ahead = block + t.prefetch_ahead + t.half * kVnni256Rows * 4;
+      for (int64_t quad = 0; quad < 8; ++quad) __builtin_prefetch(ahead + quad * kQuadBytes);
+      __builtin_prefetch(block + t.prefetch_ahead + kStripRows * kBlockCols);
+    }
     const uint8_t* weights = kStored ? block + t.half * kVnni256Rows * 4 : block;
     const auto* scales = reinterpret_cast<const float*>(block + 32 * kVnni256Rows);
     const auto* sums = reinterpret_cast<const uint8_t*>(block + 36 * kVnni256Rows);
