@@ -169,6 +169,12 @@ const int registered = [] {
   if (const char* threads = std::getenv("QVL_BENCH_THREADS")) {
     qvl::ThreadPool::set_global_threads(std::atoi(threads));
   }
+  // QVL_BENCH_ISA=avx2 (or scalar): matmul's kernels of that level on a better CPU.
+  if (const char* isa = std::getenv("QVL_BENCH_ISA")) {
+    for (auto level : {qvl::ops::IsaLevel::kScalar, qvl::ops::IsaLevel::kAvx2}) {
+      if (std::string(isa) == qvl::ops::isa_level_name(level)) qvl::ops::set_isa_override(level);
+    }
+  }
   const int batch[] = {1, 2, 3, 4, 6, 8};
   if (qvl::ops::best_isa() != qvl::ops::IsaLevel::kScalar) {
     struct Impl {
@@ -210,7 +216,7 @@ const int registered = [] {
                           {"lm_head_151936x2048", QuantType::kQ8Strips, 151936, 2048},
                           {"gate_up_6144x2048", QuantType::kQ8, 6144, 2048},
                           {"gate_up_6144x2048", QuantType::kQ8Strips, 6144, 2048}};
-  const std::string isa = qvl::ops::isa_level_name(qvl::ops::best_isa());
+  const std::string isa = qvl::ops::isa_level_name(qvl::ops::active_isa());
   const auto add = [&](BatchPath path, const Shape& s, int m) {
     const std::string name =
         std::string(path == BatchPath::kMatmul ? "BM_SmallBatchMatmul/" : "BM_SmallBatchGemm/") +

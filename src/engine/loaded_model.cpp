@@ -107,7 +107,9 @@ std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std
                                                      {},
                                                      std::move(tokenizer)});
   WeightTypes types = weight_types_for(stored, "", stored_vision);
-  if (const PackedTensor* head = m->store.packed(kPackedHeadName)) types.lm_head = head->type;
+  if (const PackedTensor* head = m->store.packed(kPackedHeadName)) {
+    types.lm_head = ops::values_type(head->type);
+  }
   if (!lm_head.empty() && ops::parse_quant_type(lm_head) != types.lm_head) {
     fail(ErrorCode::kInvalidArgument,
          "'" + path + "' is pre-packed with a " + ops::quant_type_name(types.lm_head) +

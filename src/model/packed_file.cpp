@@ -196,7 +196,7 @@ TextWeights load_packed_text_weights(const ModelConfig& config, const WeightStor
   // A head too narrow to pack was not written packed: it stays the exact view made above.
   if (packable_width(config.text.hidden_size)) {
     w.lm_head = packed_weight(store, kPackedHeadName, config.text.vocab_size,
-                              config.text.hidden_size, types.lm_head);
+                              config.text.hidden_size, stored_type(types.lm_head));
   }
   w.tied_lm_head = lm_head_tied;
   return w;

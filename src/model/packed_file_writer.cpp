@@ -51,7 +51,7 @@ class PackPlan {
       }
     }
     // Always under this name, tied or not, so loaders find the head without packing.
-    add(kPackedHeadName, text.lm_head, types.lm_head);
+    add(kPackedHeadName, text.lm_head, stored_type(types.lm_head));
     const VisionWeights vision = load_vision_weights(config.vision, store, ops::QuantType::kExact);
     std::vector<const LinearWeights*> linears;
     for (const VisionBlockWeights& b : vision.blocks) {
@@ -62,7 +62,7 @@ class PackPlan {
       linears.insert(linears.end(), {&m.fc1, &m.fc2});
     }
     for (const LinearWeights* l : linears) {
-      add(name_of(l->weight), l->weight, vision_matrix_type(types.vision));
+      add(name_of(l->weight), l->weight, stored_type(types.vision));
     }
     // vision.patch_embed is not a stored tensor (the conv kernel summed over its frames):
     // loaders derive and pack it from the stored conv, which is small.

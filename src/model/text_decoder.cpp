@@ -30,7 +30,7 @@ TextWeights load_text_weights(const ModelConfig& config, const WeightStore& stor
   w.tied_lm_head = config.tie_word_embeddings || !store.has("lm_head.weight");
   w.lm_head = ops::PackedMatrix::pack(
       w.tied_lm_head ? w.embed_tokens : matrix_weight(store, "lm_head.weight", c.vocab_size, h),
-      fitting_type(types.lm_head, h));
+      fitting_type(stored_type(types.lm_head), h));
   w.final_norm = vector_weight(store, p + "norm.weight", h);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string l = p + "layers." + std::to_string(i) + ".";

@@ -36,7 +36,7 @@ VisionWeights load_vision_weights(const VisionConfig& c, const WeightStore& s,
 
 VisionWeights load_vision_weights(const VisionConfig& c, const WeightStore& s,
                                   const WeightTypes& types) {
-  const ops::QuantType type = vision_matrix_type(types.vision);
+  const ops::QuantType type = stored_type(types.vision);
   const std::string p = "model.visual.";
   VisionWeights w;
   const int64_t hid = c.hidden_size, ps = c.patch_size, tp = c.temporal_patch_size;

@@ -10,8 +10,8 @@ void check_vision_quant(const std::string& vision_quant) {
        "unknown vision weight type '" + vision_quant + "' (expected bf16 or q8)");
 }
 
-ops::QuantType vision_matrix_type(ops::QuantType vision) {
-  return vision == ops::QuantType::kQ8 ? ops::QuantType::kQ8Strips : vision;
+ops::QuantType stored_type(ops::QuantType type) {
+  return type == ops::QuantType::kQ8 ? ops::QuantType::kQ8Strips : type;
 }
 
 WeightTypes weight_types_for(const std::string& quant, const std::string& lm_head,

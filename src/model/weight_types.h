@@ -28,10 +28,11 @@ struct WeightTypes {
 WeightTypes weight_types_for(const std::string& quant, const std::string& lm_head = "",
                              const std::string& vision_quant = "");
 
-// The type the vision tower's big matrices are packed as for WeightTypes::vision: q8 is stored as
-// kQ8Strips (they are only ever multiplied with many rows at once, so the int8 GEMM reads them in
-// place instead of repacking them on every call); others as they are.
-ops::QuantType vision_matrix_type(ops::QuantType vision);
+// How the matrices the int8 GEMM's tile multiplies best, whatever the rows (the vision tower's
+// big matrices, the output head), store a WeightTypes type: q8 as kQ8Strips (read in place by
+// its tiles, no repack per call; below 16 rows faster than the GEMV on the q8 groups: see
+// bench/small_batch_bench.cpp), others as they are.
+ops::QuantType stored_type(ops::QuantType type);
 
 // Checks a --vision-quant value ("", "bf16" or "q8"); throws qvl::Error(kInvalidArgument).
 void check_vision_quant(const std::string& vision_quant);

@@ -342,6 +342,12 @@ void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMat
                const float* bias, float* y) {
   QVL_CHECK(int8_gemm_type(w.type()));
   QVL_CHECK(cpu_runs_int8_gemm_kernel(kernel));
+  // Below the GEMM's rows (decode) the AVX2 kernel would repack the whole matrix per call for a
+  // few rows: the 256-bit VNNI tile with vpdpbusd in AVX2 reads the strips in place instead.
+  if (w.type() == QuantType::kQ8Strips && kernel == Int8GemmKernel::kAvx2 &&
+      m < kernels::kGemmMinRows) {
+    kernel = Int8GemmKernel::kAvxVnniEmulated;
+  }
   run_int8_gemm(kernel_info(kernel, w.type()), x, m, w, bias, y);
 }
 

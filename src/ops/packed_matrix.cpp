@@ -151,8 +151,12 @@ const char* quant_type_name(QuantType type) {
   return "?";
 }
 
+QuantType values_type(QuantType type) {
+  return type == QuantType::kQ8Strips ? QuantType::kQ8 : type;
+}
+
 const char* quant_values_name(QuantType type) {
-  return quant_type_name(type == QuantType::kQ8Strips ? QuantType::kQ8 : type);
+  return quant_type_name(values_type(type));
 }
 
 QuantType parse_quant_type(const std::string& name) {

@@ -67,7 +67,8 @@ enum class QuantType { kExact, kBF16, kQ8, kQ4, kQ8Strips };
 
 // "exact", "bf16", "q8", "q4", "q8-strips"
 const char* quant_type_name(QuantType type);
-// The user's name for the values a type holds: quant_type_name, but "q8" for kQ8Strips.
+// The user's type for the values a type holds (kQ8 for kQ8Strips), and its name.
+QuantType values_type(QuantType type);
 const char* quant_values_name(QuantType type);
 // Parses a user's weight type (exact, bf16, q8, q4: not the internal q8-strips); throws
 // qvl::Error(kInvalidArgument) otherwise.

@@ -97,7 +97,7 @@ void expect_same_model(const std::string& folder, const std::string& quant, cons
   const TextWeights file_text =
       load_packed_text_weights(config, packed.store(), types, packed.lm_head_tied());
   const VisionWeights file_vision = load_vision_weights(config.vision, packed.store(), types);
-  EXPECT_EQ(file_vision.blocks.at(0).fc1.weight.type(), vision_matrix_type(types.vision));
+  EXPECT_EQ(file_vision.blocks.at(0).fc1.weight.type(), stored_type(types.vision));
   EXPECT_EQ(file_vision.blocks.at(0).fc1.weight.bytes(),
             packed.store().packed(file_vision_name(0))->bytes->data);  // used in place
   EXPECT_EQ(file_text.tied_lm_head, folder_text.tied_lm_head);
@@ -110,7 +110,7 @@ void expect_same_model(const std::string& folder, const std::string& quant, cons
                         layer.up_proj.size_bytes()),
             0);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(layer.up_proj.bytes()) % kPackedAlignment, 0u);
-  EXPECT_EQ(file_text.lm_head.type(), types.lm_head);
+  EXPECT_EQ(file_text.lm_head.type(), stored_type(types.lm_head));
   EXPECT_EQ(std::memcmp(file_text.lm_head.bytes(), folder_text.lm_head.bytes(),
                         folder_text.lm_head.size_bytes()),
             0);

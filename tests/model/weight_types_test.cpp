@@ -29,6 +29,17 @@ TEST(WeightTypes, LmHeadOverrideChangesOnlyTheHead) {
   EXPECT_EQ(weight_types_for("q8", "").lm_head, QuantType::kQ8);
 }
 
+// The vision tower's big matrices and the head store q8 in the int8 GEMM's strips (the same
+// values); the decoder's projections keep the GEMV's groups, other types stay as they are.
+TEST(WeightTypes, Q8HeadAndVisionAreStoredAsStrips) {
+  EXPECT_EQ(stored_type(QuantType::kQ8), QuantType::kQ8Strips);
+  for (QuantType t : {QuantType::kExact, QuantType::kBF16, QuantType::kQ4}) {
+    EXPECT_EQ(stored_type(t), t);
+  }
+  EXPECT_EQ(ops::values_type(QuantType::kQ8Strips), QuantType::kQ8);
+  EXPECT_STREQ(ops::quant_values_name(QuantType::kQ8Strips), "q8");
+}
+
 // The vision tower follows the decoder: q8 next to q4 (within 1% of q4's own error), bf16 next
 // to q8 and bf16; an explicit choice wins either way.
 TEST(WeightTypes, VisionDefaultFollowsTheDecoder) {
