@@ -71,7 +71,7 @@ json stages_json(const StageTimes& stages) {
 json run_json(const BenchContext& ctx, const RunFigures& f) {
   const ModelCost& cost = ctx.info->cost;
   const ops::ProbeFigures& probe = ctx.machine->at(f.threads);
-  const ops::QuantType text_type = ops::parse_quant_type(ctx.info->weights);
+  const ops::QuantType text_type = stored_type(ops::parse_quant_type(ctx.info->weights));
   const ops::QuantType vision_type = stored_type(ops::parse_quant_type(cost.vision_weights));
   json j = {{"threads", f.threads}};
   json stages = json::object(), efficiency = json::object();

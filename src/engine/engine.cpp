@@ -103,7 +103,7 @@ class EngineImpl : public Engine {
         options.max_context > 0 ? std::min(options.max_context, model_ctx) : model_ctx;
     info_.vocab_size = model_->config.text.vocab_size;
     if (!model_->text_weights.layers.empty()) {
-      info_.weights = ops::quant_type_name(model_->text_weights.layers[0].q_proj.type());
+      info_.weights = ops::quant_values_name(model_->text_weights.layers[0].q_proj.type());
     }
     if (!model_->vision_weights.blocks.empty()) {
       info_.vision_weights =

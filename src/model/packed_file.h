@@ -28,7 +28,7 @@ namespace qvl {
 inline constexpr const char* kPackedFormatKey = "qvl.format";
 inline constexpr const char* kPackedFormatName = "qvl-packed-model";
 inline constexpr const char* kPackedVersionKey = "qvl.version";
-// 2: the vision tower's q8 matrices and a q8 output head are stored as q8-strips (int8 GEMM).
+// 2: q8 matrices (decoder, head, vision tower) are stored as q8-strips (the int8 GEMM's layout).
 inline constexpr int kPackedVersion = 2;
 inline constexpr const char* kPackedQuantKey = "qvl.quant";
 inline constexpr const char* kPackedVisionQuantKey = "qvl.vision_quant";

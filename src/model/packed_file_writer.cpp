@@ -47,7 +47,7 @@ class PackPlan {
     for (const TextLayerWeights& l : text.layers) {
       for (const ops::PackedMatrix* m :
            {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
-        add(name_of(*m), *m, types.text);
+        add(name_of(*m), *m, stored_type(types.text));
       }
     }
     // Always under this name, tied or not, so loaders find the head without packing.

@@ -32,16 +32,17 @@ TextWeights load_text_weights(const ModelConfig& config, const WeightStore& stor
       w.tied_lm_head ? w.embed_tokens : matrix_weight(store, "lm_head.weight", c.vocab_size, h),
       fitting_type(stored_type(types.lm_head), h));
   w.final_norm = vector_weight(store, p + "norm.weight", h);
+  const ops::QuantType text = stored_type(types.text);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string l = p + "layers." + std::to_string(i) + ".";
     TextLayerWeights lw;
-    lw.q_proj = packed_weight(store, l + "self_attn.q_proj.weight", q_dim, h, types.text);
-    lw.k_proj = packed_weight(store, l + "self_attn.k_proj.weight", kv_dim, h, types.text);
-    lw.v_proj = packed_weight(store, l + "self_attn.v_proj.weight", kv_dim, h, types.text);
-    lw.o_proj = packed_weight(store, l + "self_attn.o_proj.weight", h, q_dim, types.text);
-    lw.gate_proj = packed_weight(store, l + "mlp.gate_proj.weight", ff, h, types.text);
-    lw.up_proj = packed_weight(store, l + "mlp.up_proj.weight", ff, h, types.text);
-    lw.down_proj = packed_weight(store, l + "mlp.down_proj.weight", h, ff, types.text);
+    lw.q_proj = packed_weight(store, l + "self_attn.q_proj.weight", q_dim, h, text);
+    lw.k_proj = packed_weight(store, l + "self_attn.k_proj.weight", kv_dim, h, text);
+    lw.v_proj = packed_weight(store, l + "self_attn.v_proj.weight", kv_dim, h, text);
+    lw.o_proj = packed_weight(store, l + "self_attn.o_proj.weight", h, q_dim, text);
+    lw.gate_proj = packed_weight(store, l + "mlp.gate_proj.weight", ff, h, text);
+    lw.up_proj = packed_weight(store, l + "mlp.up_proj.weight", ff, h, text);
+    lw.down_proj = packed_weight(store, l + "mlp.down_proj.weight", h, ff, text);
     lw.input_norm = vector_weight(store, l + "input_layernorm.weight", h);
     lw.post_attention_norm = vector_weight(store, l + "post_attention_layernorm.weight", h);
     lw.q_norm = vector_weight(store, l + "self_attn.q_norm.weight", c.head_dim);

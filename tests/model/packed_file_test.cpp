@@ -104,7 +104,7 @@ void expect_same_model(const std::string& folder, const std::string& quant, cons
 
   // Packed matrices are views into the file's map, byte-identical to packing at load.
   const auto& layer = file_text.layers[1];
-  EXPECT_EQ(layer.up_proj.type(), types.text);
+  EXPECT_EQ(layer.up_proj.type(), stored_type(types.text));
   EXPECT_EQ(layer.up_proj.size_bytes(), folder_text.layers[1].up_proj.size_bytes());
   EXPECT_EQ(std::memcmp(layer.up_proj.bytes(), folder_text.layers[1].up_proj.bytes(),
                         layer.up_proj.size_bytes()),
