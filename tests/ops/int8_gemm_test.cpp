@@ -35,6 +35,16 @@ double summation_bound(const std::vector<float>& wd, const std::vector<float>& x
   return 4e-6 * s + 1e-6;
 }
 
+// got and want ([m, n] of problem p) bit for bit, naming the first output that differs.
+void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want,
+                      const Problem& p) {
+  for (size_t at = 0; at < want.size(); ++at) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(got[at]), std::bit_cast<uint32_t>(want[at]))
+        << "n " << p.n << " k " << p.k << " m " << p.m << " at x row "
+        << static_cast<int64_t>(at) / p.n << ", w row " << static_cast<int64_t>(at) % p.n;
+  }
+}
+
 std::vector<float> dequantized(const PackedMatrix& w) {
   std::vector<float> wd(static_cast<size_t>(w.rows() * w.cols()));
   for (int64_t r = 0; r < w.rows(); ++r) w.row_to_f32(r, wd.data() + r * w.cols());
@@ -203,11 +213,7 @@ TEST_P(Int8GemmKernels, StoredStripsGiveTheBitsOfQ8AtAnyM) {
     std::vector<float> want(static_cast<size_t>(p.m * p.n)), got(want.size(), NAN);
     int8_gemm(GetParam(), x.data(), p.m, q8, bias.data(), want.data());
     int8_gemm(GetParam(), x.data(), p.m, strips, bias.data(), got.data());
-    for (size_t at = 0; at < want.size(); ++at) {
-      ASSERT_EQ(std::bit_cast<uint32_t>(got[at]), std::bit_cast<uint32_t>(want[at]))
-          << "n " << p.n << " k " << p.k << " m " << p.m << " at x row "
-          << static_cast<int64_t>(at) / p.n << ", w row " << static_cast<int64_t>(at) % p.n;
-    }
+    expect_same_bits(got, want, p);
   }
 }
 
@@ -228,11 +234,7 @@ TEST(Int8GemmAvx2Q8, AssemblyTileGivesTheBitsOfTheSession6Kernel) {
     std::vector<float> want(static_cast<size_t>(p.m * p.n)), got(want.size(), NAN);
     int8_gemm(Int8GemmKernel::kAvx2Gemm6, x.data(), p.m, packed, bias.data(), want.data());
     int8_gemm(Int8GemmKernel::kAvx2, x.data(), p.m, packed, bias.data(), got.data());
-    for (size_t at = 0; at < want.size(); ++at) {
-      ASSERT_EQ(std::bit_cast<uint32_t>(got[at]), std::bit_cast<uint32_t>(want[at]))
-          << "n " << p.n << " k " << p.k << " m " << p.m << " at x row "
-          << static_cast<int64_t>(at) / p.n << ", w row " << static_cast<int64_t>(at) % p.n;
-    }
+    expect_same_bits(got, want, p);
   }
 }
 
