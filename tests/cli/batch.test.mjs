@@ -17,7 +17,8 @@ let dir;
 before(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'qvl-batch-')); });
 after(() => { fs.rmSync(dir, { recursive: true, force: true }); });
 
-// Runs qvl batch; `onLine(count, proc)` is called as output lines appear (for interrupting).
+// Runs qvl batch; `onLines(count, proc, stderr)` is called as progress lines appear (for
+// interrupting).
 function batch(args, { onLines } = {}) {
   return new Promise((resolve) => {
     const proc = spawn(QVL, ['--log-level', 'warn', 'batch', '-m', MODEL, ...args],
@@ -27,7 +28,7 @@ function batch(args, { onLines } = {}) {
     proc.stderr.on('data', (d) => {
       stderr += d;
       // Non-terminal progress: one "[k/n] id ok|failed" line per finished input.
-      if (onLines) onLines((stderr.match(/^\[\d+\/\d+\] /gm) || []).length, proc);
+      if (onLines) onLines((stderr.match(/^\[\d+\/\d+\] /gm) || []).length, proc, stderr);
     });
     proc.on('exit', (code, signal) => resolve({ code, signal, stderr }));
   });
@@ -81,14 +82,18 @@ test('a folder of good, corrupt and non-image files: bad inputs fail their own l
 test('interrupted twice, cut mid-line, resumed: every id exactly once', async () => {
   const folder = path.join(dir, 'many');
   fs.mkdirSync(folder);
+  // Enough inputs that an interrupt after the first answer always finds some not yet started.
+  const count = 30;
   const names = [];
-  for (let i = 0; i < 10; ++i) {
+  for (let i = 0; i < count; ++i) {
     const name = `img${String(i).padStart(2, '0')}.png`;
     copy(i % 2 ? 'a_ii_shapes_200x120.png' : 'a_iv_shapes_256x200.png', path.join(folder, name));
     names.push(name);
   }
   const out = path.join(dir, 'many.jsonl');
-  const args = ['--prompt', 'Describe.', '--max-tokens', '200', '--ignore-eos', '--temperature', '0',
+  // 800 tokens: an input runs for ~0.4 s, far longer than a signal takes to be sent and handled.
+  const tokens = 800;
+  const args = ['--prompt', 'Describe.', '--max-tokens', String(tokens), '--ignore-eos', '--temperature', '0',
     '--concurrency', '2', folder, '-o', out];
   // One SIGINT after the first answer: the running inputs finish and are written.
   let signalled = false;
@@ -98,26 +103,32 @@ test('interrupted twice, cut mid-line, resumed: every id exactly once', async ()
   assert.equal(first.code, 130, first.stderr);
   assert.match(first.stderr, /interrupted/);
   const afterFirst = readLines(out);
-  assert.ok(afterFirst.length >= 1 && afterFirst.length < 10, `${afterFirst.length} lines`);
-  for (const l of afterFirst) assert.equal(l.usage.completion_tokens, 200);  // finished, not cut
-  // Two SIGINTs: the running inputs are stopped and not written.
+  assert.ok(afterFirst.length >= 1 && afterFirst.length < count, `${afterFirst.length} lines`);
+  for (const l of afterFirst) assert.equal(l.usage.completion_tokens, tokens);  // finished, not cut
+  // Two SIGINTs: the running inputs are stopped and not written. The second is sent once the
+  // first is handled (two pending SIGINTs are delivered as one).
   let sent = 0;
   const second = await batch(args, {
-    onLines: (n, proc) => { if (n >= 1 && sent === 0) { sent = 2; proc.kill('SIGINT'); proc.kill('SIGINT'); } },
+    onLines: (n, proc, stderr) => {
+      if (n >= 1 && sent === 0) { sent = 1; proc.kill('SIGINT'); }
+      if (sent === 1 && /interrupted/.test(stderr)) { sent = 2; proc.kill('SIGINT'); }
+    },
   });
   assert.equal(second.code, 130, second.stderr);
+  assert.equal(sent, 2, second.stderr);
   const afterSecond = readLines(out);
-  assert.ok(afterSecond.length > afterFirst.length && afterSecond.length < 10);
-  for (const l of afterSecond) assert.equal(l.usage.completion_tokens, 200);
+  assert.ok(afterSecond.length > afterFirst.length && afterSecond.length < count,
+    `${afterFirst.length} then ${afterSecond.length} lines`);
+  for (const l of afterSecond) assert.equal(l.usage.completion_tokens, tokens);
   // A crash in the middle of a write leaves half a line.
-  fs.appendFileSync(out, '{"id":"' + path.join(folder, names[9]) + '","answer":"trunc');
+  fs.appendFileSync(out, '{"id":"' + path.join(folder, names[count - 1]) + '","answer":"trunc');
   const last = await batch(args);
   assert.equal(last.code, 0, last.stderr);
   assert.match(last.stderr, /ended in half a line/);
   const lines = readLines(out);
   const ids = lines.map((l) => l.id).sort();
   assert.deepEqual(ids, names.map((n) => path.join(folder, n)).sort());
-  for (const l of lines) assert.equal(l.usage.completion_tokens, 200);
+  for (const l of lines) assert.equal(l.usage.completion_tokens, tokens);
 });
 
 test('--requests: Batch API and bare lines, file:// images, per-line errors, logprobs', async () => {
