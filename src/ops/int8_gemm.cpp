@@ -255,8 +255,9 @@ void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t 
                    const PackedMatrix& w, const float* bias, float* y) {
   const bool strips = w.type() == QuantType::kQ8Strips;
   const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
-  // Chunks of depth keep a strip's chunk in L1 for every x tile that reuses it; rows that fit one
-  // x tile read a stored strip once, so they take it whole, one sequential stream (same bits).
+  // Chunks of depth keep a strip's chunk in L1 for every x tile that reuses it. Below the GEMM's
+  // rows (decode steps: 1-3 x tiles) a stored strip is taken whole instead, one prefetched
+  // sequential stream from DRAM, re-read from L2 by the next x tile (same bits).
   const bool streamed = info.reads_stored && m < kernels::kGemmMinRows;
   const int64_t depth = streamed ? k : info.depth;
   quantize_x(x, m, k, depth, info.x_layout);

@@ -1,5 +1,6 @@
 // Internal: the int8 GEMM of matmul on q8/q4 matrices for m >= kGemmMinRows (prompt prefill,
-// vision), its micro-kernel variants and the scalar oracle the tests hold them to.
+// vision) and on q8-strips matrices at every m (also decode), its micro-kernel variants and the
+// scalar oracle the tests hold them to.
 //
 // x is quantized per row and block of 32 exactly as the decode GEMV does (quantize_row_*: int8,
 // scale absmax / 127), weights are used as stored (q8 or q4 with fp16 block scales); each block's
