@@ -94,7 +94,7 @@ void expect_positive(double v, const char* what) {
   EXPECT_TRUE(std::isfinite(v) && v > 0) << what << " " << v;
 }
 
-TEST(MachineProbe, FiguresArePositiveAndMoreThreadsAreNotSlower) {
+TEST(MachineProbe, FiguresArePositiveForEveryThreadCount) {
   ProbeOptions o;
   o.threads = {2, 1};
   o.seconds = 0.03;
@@ -116,11 +116,9 @@ TEST(MachineProbe, FiguresArePositiveAndMoreThreadsAreNotSlower) {
     EXPECT_EQ(f->bf16_dot_gflop_per_s.has_value(), m.isa == IsaLevel::kAvx512);
     if (f->bf16_dot_gflop_per_s) expect_positive(*f->bf16_dot_gflop_per_s, "bf16");
   }
-  // Threads share the work in small chunks, so a second thread never costs much even when the
-  // machine is busy (and usually adds a lot).
-  EXPECT_GE(two.dram_read_gb_per_s, 0.8 * one.dram_read_gb_per_s);
-  EXPECT_GE(two.fp32_fma_gflop_per_s, 0.8 * one.fp32_fma_gflop_per_s);
-  EXPECT_GE(two.int8_dot_gop_per_s, 0.8 * one.int8_dot_gop_per_s);
+  // How the figures scale with threads is a measurement (qvl bench reports it), not a property a
+  // unit test can hold on a shared machine: under ctest -j2 another test's memory traffic took the
+  // 2-thread DRAM figure to 0.66x the 1-thread one.
   EXPECT_EQ(&m.at(1), &one);
   EXPECT_EQ(&m.at(2), &two);
   EXPECT_EQ(&m.at(64), &two);  // the nearest measured count below
