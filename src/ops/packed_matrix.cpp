@@ -67,18 +67,22 @@ void quantize_block(const float* w, float qmax, uint16_t* scale_out, int8_t* q) 
   *scale_out = scale;
 }
 
+// Row r of source as fp32, or zeros past its last row (the padding of the last group or strip).
+void source_row(const WeightRef& source, int64_t r, std::vector<float>& row) {
+  if (r < source.rows) {
+    weight_row_to_f32(source, r, row.data());
+  } else {
+    std::fill(row.begin(), row.end(), 0.0f);
+  }
+}
+
 // Writes group g of the packed matrix: rows [4g, 4g + 4) of source (missing rows are zero).
 void pack_group(const WeightRef& source, QuantType type, int64_t g, uint8_t* dst) {
   const int64_t cols = source.cols, nb = cols / kCols;
   std::vector<float> row(static_cast<size_t>(cols));
   uint8_t* data = type == QuantType::kBF16 ? dst : dst + nb * kScaleBytes;
   for (int64_t r = 0; r < kRows; ++r) {
-    const int64_t src_row = g * kRows + r;
-    if (src_row < source.rows) {
-      weight_row_to_f32(source, src_row, row.data());
-    } else {
-      std::fill(row.begin(), row.end(), 0.0f);
-    }
+    source_row(source, g * kRows + r, row);
     for (int64_t b = 0; b < nb; ++b) {
       const float* w = row.data() + b * kCols;
       if (type == QuantType::kBF16) {
@@ -110,12 +114,7 @@ void pack_strip(const WeightRef& source, int64_t s, uint8_t* dst) {
   const int64_t cols = source.cols, nb = cols / kCols;
   std::vector<float> row(static_cast<size_t>(cols));
   for (int64_t r = 0; r < kStripRows; ++r) {
-    const int64_t src_row = s * kStripRows + r;
-    if (src_row < source.rows) {
-      weight_row_to_f32(source, src_row, row.data());
-    } else {
-      std::fill(row.begin(), row.end(), 0.0f);
-    }
+    source_row(source, s * kStripRows + r, row);
     for (int64_t b = 0; b < nb; ++b) {
       uint8_t* block = dst + b * kStripBlockBytes;
       uint16_t scale;

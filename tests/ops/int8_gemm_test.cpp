@@ -45,6 +45,19 @@ void expect_same_bits(const std::vector<float>& got, const std::vector<float>& w
   }
 }
 
+// Random weights, x and bias for problem p (seeds seed, seed + 1, seed + 2), with every
+// outlier_every-th x scaled by outlier_scale so that some x blocks saturate at +-127.
+struct Inputs {
+  std::vector<float> w, x, bias;
+};
+Inputs random_inputs(const Problem& p, uint32_t seed, size_t outlier_every, float outlier_scale) {
+  Inputs in{random_vector(static_cast<size_t>(p.n * p.k), seed, 0.05f),
+            random_vector(static_cast<size_t>(p.m * p.k), seed + 1, 1.0f),
+            random_vector(static_cast<size_t>(p.n), seed + 2, 1.0f)};
+  for (size_t j = 0; j < in.x.size(); j += outlier_every) in.x[j] *= outlier_scale;
+  return in;
+}
+
 std::vector<float> dequantized(const PackedMatrix& w) {
   std::vector<float> wd(static_cast<size_t>(w.rows() * w.cols()));
   for (int64_t r = 0; r < w.rows(); ++r) w.row_to_f32(r, wd.data() + r * w.cols());
@@ -203,10 +216,7 @@ TEST_P(Int8GemmKernels, StoredStripsGiveTheBitsOfQ8AtAnyM) {
   const Problem problems[] = {{42, 288, 1},   {77, 1120, 3},  {16, 32, 7},
                               {100, 544, 16}, {131, 320, 40}, {5, 96, 263}};
   for (const Problem& p : problems) {
-    const auto w = random_vector(static_cast<size_t>(p.n * p.k), 130, 0.05f);
-    auto x = random_vector(static_cast<size_t>(p.m * p.k), 131, 1.0f);
-    for (size_t j = 0; j < x.size(); j += 41) x[j] *= 50.0f;  // saturating x blocks at +-127
-    const auto bias = random_vector(static_cast<size_t>(p.n), 132, 1.0f);
+    const auto [w, x, bias] = random_inputs(p, 130, 41, 50.0f);
     const WeightRef source{WeightType::kF32, w.data(), p.n, p.k};
     const auto q8 = PackedMatrix::pack(source, QuantType::kQ8);
     const auto strips = PackedMatrix::pack(source, QuantType::kQ8Strips);
@@ -225,10 +235,7 @@ TEST(Int8GemmAvx2Q8, AssemblyTileGivesTheBitsOfTheSession6Kernel) {
   const Problem problems[] = {{37, 288, 16}, {77, 1120, 17}, {16, 32, 18},
                               {5, 160, 19},  {64, 416, 20},  {131, 2080, 21}};
   for (const Problem& p : problems) {
-    const auto w = random_vector(static_cast<size_t>(p.n * p.k), 120, 0.05f);
-    auto x = random_vector(static_cast<size_t>(p.m * p.k), 121, 1.0f);
-    for (size_t j = 0; j < x.size(); j += 53) x[j] *= 40.0f;  // saturating x blocks at +-127
-    const auto bias = random_vector(static_cast<size_t>(p.n), 122, 1.0f);
+    const auto [w, x, bias] = random_inputs(p, 120, 53, 40.0f);
     const auto packed =
         PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), p.n, p.k}, QuantType::kQ8);
     std::vector<float> want(static_cast<size_t>(p.m * p.n)), got(want.size(), NAN);
