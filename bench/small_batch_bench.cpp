@@ -205,11 +205,16 @@ const int registered = [] {
     QuantType type;
     int64_t rows, cols;
   };
-  // The q4 file's decoder projections are q4, its lm_head q8.
+  // The q4 file's decoder projections are q4 (stored as q4-strips: the int8 GEMM's stored-strip
+  // tile at every m; q4 groups are the GEMV and small-batch kernels), its lm_head q8.
   const Shape shapes[] = {{"q_o_2048x2048", QuantType::kQ4, 2048, 2048},
+                          {"q_o_2048x2048", QuantType::kQ4Strips, 2048, 2048},
                           {"kv_1024x2048", QuantType::kQ4, 1024, 2048},
+                          {"kv_1024x2048", QuantType::kQ4Strips, 1024, 2048},
                           {"gate_up_6144x2048", QuantType::kQ4, 6144, 2048},
+                          {"gate_up_6144x2048", QuantType::kQ4Strips, 6144, 2048},
                           {"down_2048x6144", QuantType::kQ4, 2048, 6144},
+                          {"down_2048x6144", QuantType::kQ4Strips, 2048, 6144},
                           {"lm_head_151936x2048", QuantType::kQ8, 151936, 2048},
                           // The same values stored for the int8 GEMM (the vision tower's q8):
                           // matmul runs its stored-strip tile at every m, no repack.

@@ -23,12 +23,13 @@ uint64_t fnv1a(const void* data, size_t n, uint64_t hash) {
 }
 
 constexpr ops::QuantType kPackedTypes[] = {ops::QuantType::kBF16, ops::QuantType::kQ8,
-                                           ops::QuantType::kQ4, ops::QuantType::kQ8Strips};
+                                           ops::QuantType::kQ4, ops::QuantType::kQ8Strips,
+                                           ops::QuantType::kQ4Strips};
 
 // A packed tensor's type; with a --quant name ("qvl.quant") only the user's types.
 std::optional<ops::QuantType> packed_type_named(const std::string& name, bool quant_name = false) {
   for (ops::QuantType t : kPackedTypes) {
-    if (quant_name && t == ops::QuantType::kQ8Strips) continue;
+    if (quant_name && ops::in_strips(t)) continue;
     if (name == ops::quant_type_name(t)) return t;
   }
   return std::nullopt;

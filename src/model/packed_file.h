@@ -29,7 +29,8 @@ inline constexpr const char* kPackedFormatKey = "qvl.format";
 inline constexpr const char* kPackedFormatName = "qvl-packed-model";
 inline constexpr const char* kPackedVersionKey = "qvl.version";
 // 2: q8 matrices (decoder, head, vision tower) are stored as q8-strips (the int8 GEMM's layout).
-inline constexpr int kPackedVersion = 2;
+// 3: q4 matrices too, as q4-strips.
+inline constexpr int kPackedVersion = 3;
 inline constexpr const char* kPackedQuantKey = "qvl.quant";
 inline constexpr const char* kPackedVisionQuantKey = "qvl.vision_quant";
 inline constexpr const char* kPackedLayoutKey = "qvl.layout";

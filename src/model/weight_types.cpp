@@ -11,7 +11,8 @@ void check_vision_quant(const std::string& vision_quant) {
 }
 
 ops::QuantType stored_type(ops::QuantType type) {
-  return type == ops::QuantType::kQ8 ? ops::QuantType::kQ8Strips : type;
+  if (type == ops::QuantType::kQ8) return ops::QuantType::kQ8Strips;
+  return type == ops::QuantType::kQ4 ? ops::QuantType::kQ4Strips : type;
 }
 
 WeightTypes weight_types_for(const std::string& quant, const std::string& lm_head,

@@ -28,10 +28,10 @@ struct WeightTypes {
 WeightTypes weight_types_for(const std::string& quant, const std::string& lm_head = "",
                              const std::string& vision_quant = "");
 
-// How model matrices store a WeightTypes type: q8 as kQ8Strips (the int8 GEMM's layout, read in
-// place by its tiles at any number of rows: no repack per call, and below 16 rows faster than the
-// GEMV and small-batch kernels on the q8 groups, see bench/small_batch_bench.cpp), others as they
-// are (q4 keeps the GEMV's groups).
+// How model matrices store a WeightTypes type: q8 as kQ8Strips and q4 as kQ4Strips (the int8
+// GEMM's layout, read in place by its tiles at any number of rows: no repack per call, and below
+// 16 rows faster than the GEMV and small-batch kernels on the groups, see
+// bench/small_batch_bench.cpp), others as they are.
 ops::QuantType stored_type(ops::QuantType type);
 
 // Checks a --vision-quant value ("", "bf16" or "q8"); throws qvl::Error(kInvalidArgument).

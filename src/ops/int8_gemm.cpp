@@ -30,22 +30,27 @@ using kernels::kInt8XBlock;
 using kernels::kRows;
 using kernels::kScaleBytes;
 
-// The kernels that read kQ8Strips matrices in place; every other kernel gets them repacked like
-// kQ8 (the same values: the same strips).
-std::optional<kernels::Int8KernelInfo> stored_strip_kernel(Int8GemmKernel kernel) {
+// The kernels that read strip matrices in place; every other kernel gets them repacked like
+// kQ8/kQ4 (the same values: the same strips).
+std::optional<kernels::Int8KernelInfo> stored_strip_kernel(Int8GemmKernel kernel, QuantType type) {
   using kernels::Int8PanelWeights;
   using kernels::Int8XLayout;
+  const bool q4 = type == QuantType::kQ4Strips;
   const auto info = [](kernels::Int8TileKernel tile, int64_t nr, int64_t x_rows) {
     return kernels::Int8KernelInfo{
         tile, nr, x_rows, Int8XLayout::kInt8, Int8PanelWeights::kBytes, kInt8Depth, true};
   };
   switch (kernel) {
     case Int8GemmKernel::kAvx512Vnni:
-      return info(kernels::int8_tile_q8s_avx512, 32, kernels::kInt8Avx512XRows);
+      return info(q4 ? kernels::int8_tile_q4s_avx512 : kernels::int8_tile_q8s_avx512, 32,
+                  kernels::kInt8Avx512XRows);
     case Int8GemmKernel::kAvxVnni:
-      return info(kernels::int8_tile_q8s_avxvnni, 16, kernels::kInt8AvxVnniXRows);
+      return info(q4 ? kernels::int8_tile_q4s_avxvnni : kernels::int8_tile_q8s_avxvnni, 16,
+                  kernels::kInt8AvxVnniXRows);
     case Int8GemmKernel::kAvxVnniEmulated:
-      return info(kernels::int8_tile_q8s_avxvnni_emulated, 16, kernels::kInt8AvxVnniXRows);
+      return info(
+          q4 ? kernels::int8_tile_q4s_avxvnni_emulated : kernels::int8_tile_q8s_avxvnni_emulated,
+          16, kernels::kInt8AvxVnniXRows);
     default:
       return std::nullopt;
   }
@@ -54,10 +59,10 @@ std::optional<kernels::Int8KernelInfo> stored_strip_kernel(Int8GemmKernel kernel
 kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
   using kernels::Int8PanelWeights;
   using kernels::Int8XLayout;
-  if (type == QuantType::kQ8Strips) {
-    if (auto stored = stored_strip_kernel(kernel)) return *stored;
+  if (in_strips(type)) {
+    if (auto stored = stored_strip_kernel(kernel, type)) return *stored;
   }
-  const bool q8 = type != QuantType::kQ4;
+  const bool q8 = values_type(type) == QuantType::kQ8;
   const Int8XLayout vnni_x = q8 ? Int8XLayout::kOffset8 : Int8XLayout::kInt8;
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
@@ -93,49 +98,24 @@ kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
   fail(ErrorCode::kInternal, "unknown int8 GEMM kernel");
 }
 
-// Where row r of a packed q8/q4 matrix keeps block b: its fp16 scale and its weights (groups of
-// 4 rows), or of a kQ8Strips matrix (strips of 32 rows).
+// Where a q8/q4 matrix keeps its weights: groups of 4 rows, or strips of 32 rows (in_strips
+// types).
 struct PackedRows {
   const uint8_t* bytes;
   QuantType type;
-  int64_t group_bytes, scale_bytes, tile_bytes, row_bytes, strip_bytes;
+  int64_t group_bytes, scale_bytes, strip_block_bytes, strip_bytes;
 
   PackedRows(const PackedMatrix& w, int64_t nb)
       : bytes(static_cast<const uint8_t*>(w.bytes())),
         type(w.type()),
-        group_bytes(type == QuantType::kQ8Strips
-                        ? 0
-                        : static_cast<int64_t>(packed_size_bytes(type, kRows, w.cols()))),
+        group_bytes(
+            in_strips(type) ? 0 : static_cast<int64_t>(packed_size_bytes(type, kRows, w.cols()))),
         scale_bytes(nb * kScaleBytes),
-        tile_bytes(type == QuantType::kQ4 ? kernels::kQ4TileBytes : kernels::kQ8TileBytes),
-        row_bytes(tile_bytes / kRows),
-        strip_bytes(nb * kStripBlockBytes) {}
+        strip_block_bytes(in_strips(type) ? ops::strip_block_bytes(type) : 0),
+        strip_bytes(nb * strip_block_bytes) {}
+  // Block b of the strip that holds row r.
   const uint8_t* strip_block(int64_t r, int64_t b) const {
-    return bytes + r / kStripRows * strip_bytes + b * kStripBlockBytes;
-  }
-  float scale(int64_t r, int64_t b) const {
-    const uint8_t* s = type == QuantType::kQ8Strips
-                           ? strip_block(r, b) + kStripRows * kCols + r % kStripRows * 2
-                           : bytes + (r / kRows) * group_bytes + b * kScaleBytes + (r % kRows) * 2;
-    return f16_to_f32(static_cast<uint16_t>(s[0] | (s[1] << 8)));
-  }
-  // Columns of block b of row r as their q, in column order.
-  void block_q(int64_t r, int64_t b, int32_t* q) const {
-    if (type == QuantType::kQ8Strips) {
-      const uint8_t* block = strip_block(r, b) + r % kStripRows * 4;
-      for (int64_t j = 0; j < kCols; ++j) q[j] = block[j / 4 * kStripRows * 4 + j % 4] - 128;
-      return;
-    }
-    const uint8_t* src =
-        bytes + (r / kRows) * group_bytes + scale_bytes + b * tile_bytes + (r % kRows) * row_bytes;
-    if (type == QuantType::kQ8) {
-      for (int64_t j = 0; j < kCols; ++j) q[j] = static_cast<int8_t>(src[j]);
-      return;
-    }
-    for (int64_t j = 0; j < kCols / 2; ++j) {
-      q[j] = (src[j] & 0x0f) - 8;
-      q[j + kCols / 2] = (src[j] >> 4) - 8;
-    }
+    return bytes + r / kStripRows * strip_bytes + b * strip_block_bytes;
   }
 };
 
@@ -248,29 +228,50 @@ bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
 
 namespace {
 
-// How far ahead a streamed stored strip is prefetched.
+// How far ahead a streamed stored strip is prefetched (4 q8 blocks, ~8 q4 ones).
 constexpr int64_t kStreamPrefetchBytes = 4 * kStripBlockBytes;
 
+// One weight matrix of a (multi-output) product: where it keeps its rows and where its results go.
+struct Int8Output {
+  const PackedMatrix* w;
+  const float* bias;
+  float* y;
+  PackedRows packed;
+  kernels::Int8RepackSource source;
+  int64_t row_block0;  // its first row block in the product's numbering
+};
+
+// y = x * W^T (+ bias) for every output (same type and cols): x quantized once, and one pool
+// dispatch over all of their row blocks. Each output's bits are those of a call on its own.
 void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t m,
-                   const PackedMatrix& w, const float* bias, float* y) {
-  const bool strips = w.type() == QuantType::kQ8Strips;
-  const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
+                   const MatmulOutput* outputs, size_t count) {
+  const QuantType type = outputs[0].w->type();
+  const int64_t k = outputs[0].w->cols(), nb = k / kCols;
   // Chunks of depth keep a strip's chunk in L1 for every x tile that reuses it. Below the GEMM's
   // rows (decode steps: 1-3 x tiles) a stored strip is taken whole instead, one prefetched
   // sequential stream from DRAM, re-read from L2 by the next x tile (same bits).
   const bool streamed = info.reads_stored && m < kernels::kGemmMinRows;
   const int64_t depth = streamed ? k : info.depth;
   quantize_x(x, m, k, depth, info.x_layout);
-  const PackedRows packed(w, nb);
-  const kernels::Int8RepackSource source{packed.bytes,
-                                         packed.group_bytes,
-                                         packed.scale_bytes,
-                                         (n + kRows - 1) / kRows,
-                                         w.type() != QuantType::kQ4,
-                                         strips ? packed.strip_bytes : 0};
-  const int64_t row_blocks = (n + kInt8RowBlock - 1) / kInt8RowBlock;
+  std::vector<Int8Output> outs;
+  int64_t row_blocks = 0;
+  for (size_t j = 0; j < count; ++j) {
+    const PackedMatrix& w = *outputs[j].w;
+    QVL_CHECK(w.type() == type && w.cols() == k);
+    const PackedRows packed(w, nb);
+    const kernels::Int8RepackSource source{packed.bytes,
+                                           packed.group_bytes,
+                                           packed.scale_bytes,
+                                           (w.rows() + kRows - 1) / kRows,
+                                           values_type(type) == QuantType::kQ8,
+                                           packed.strip_bytes,
+                                           packed.strip_block_bytes};
+    outs.push_back({&w, outputs[j].bias, outputs[j].y, packed, source, row_blocks});
+    row_blocks += (w.rows() + kInt8RowBlock - 1) / kInt8RowBlock;
+  }
   const int64_t block_bytes = kernels::int8_strip_block_bytes(info.strip_rows, info.weights);
   const int64_t depth_blocks = depth / kCols;
+  const int64_t prefetch_ahead = streamed ? kStreamPrefetchBytes : 0;
   // The calling thread's quantized x (t_x of a pool thread is another buffer).
   const int8_t* const xq = t_x.q.data();
   const uint8_t* const xu = t_x.u.empty() ? nullptr : t_x.u.data();
@@ -285,17 +286,22 @@ void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t 
       buf.panel.resize(static_cast<size_t>(kInt8RowBlock / info.strip_rows * strip_bytes));
     }
     buf.c.resize(static_cast<size_t>(std::min(m, kInt8XBlock) * kInt8RowBlock));
+    size_t j = 0;
     for (auto rb = static_cast<int64_t>(rb0); rb < static_cast<int64_t>(rb1); ++rb) {
-      const int64_t r0 = rb * kInt8RowBlock, rows = std::min(kInt8RowBlock, n - r0);
+      while (j + 1 < outs.size() && outs[j + 1].row_block0 <= rb) ++j;
+      const Int8Output& out = outs[j];
+      const int64_t n = out.w->rows();
+      const int64_t r0 = (rb - out.row_block0) * kInt8RowBlock;
+      const int64_t rows = std::min(kInt8RowBlock, n - r0);
       const int64_t strips = (rows + info.strip_rows - 1) / info.strip_rows;
       // Strip s's first block: in the repacked panel, or where the stored strip holds its rows.
       const auto strip_at = [&](int64_t s, int64_t b0) -> const uint8_t* {
         if (!info.reads_stored) return buf.panel.data() + s * strip_bytes + b0 * block_bytes;
-        return packed.strip_block(r0 + s * info.strip_rows, b0);
+        return out.packed.strip_block(r0 + s * info.strip_rows, b0);
       };
       if (!info.reads_stored) {
-        kernels::int8_repack_avx2(source, r0 / kRows, strips, info.strip_rows, 0, nb, info.weights,
-                                  buf.panel.data());
+        kernels::int8_repack_avx2(out.source, r0 / kRows, strips, info.strip_rows, 0, nb,
+                                  info.weights, buf.panel.data());
       }
       for (int64_t m0 = 0; m0 < m; m0 += kInt8XBlock) {
         const int64_t m1 = std::min(m, m0 + kInt8XBlock);
@@ -314,7 +320,7 @@ void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t 
             t.ldxs = nbc;
             t.rows = std::min(info.x_rows, m1 - i0);
             t.ldc = kInt8RowBlock;
-            t.prefetch_ahead = streamed ? kStreamPrefetchBytes : 0;
+            t.prefetch_ahead = prefetch_ahead;
             for (int64_t s = 0; s < strips; ++s) {
               t.strip = strip_at(s, b0);
               t.half = (s * info.strip_rows) % kStripRows / 16;
@@ -325,8 +331,8 @@ void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t 
         }
         for (int64_t i = m0; i < m1; ++i) {
           const float* ci = buf.c.data() + (i - m0) * kInt8RowBlock;
-          float* yi = y + i * n + r0;
-          for (int64_t r = 0; r < rows; ++r) yi[r] = ci[r] + (bias ? bias[r0 + r] : 0.0f);
+          float* yi = out.y + i * n + r0;
+          for (int64_t r = 0; r < rows; ++r) yi[r] = ci[r] + (out.bias ? out.bias[r0 + r] : 0.0f);
         }
       }
     }
@@ -334,22 +340,29 @@ void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t 
 }
 
 bool int8_gemm_type(QuantType type) {
-  return type == QuantType::kQ8 || type == QuantType::kQ4 || type == QuantType::kQ8Strips;
+  return values_type(type) == QuantType::kQ8 || values_type(type) == QuantType::kQ4;
 }
 
 }  // namespace
 
-void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMatrix& w,
-               const float* bias, float* y) {
-  QVL_CHECK(int8_gemm_type(w.type()));
+void int8_gemm_multi(Int8GemmKernel kernel, const float* x, int64_t m, const MatmulOutput* outputs,
+                     size_t count) {
+  if (count == 0) return;
+  const QuantType type = outputs[0].w->type();
+  QVL_CHECK(int8_gemm_type(type));
   QVL_CHECK(cpu_runs_int8_gemm_kernel(kernel));
   // Below the GEMM's rows (decode) the AVX2 kernel would repack the whole matrix per call for a
   // few rows: the 256-bit VNNI tile with vpdpbusd in AVX2 reads the strips in place instead.
-  if (w.type() == QuantType::kQ8Strips && kernel == Int8GemmKernel::kAvx2 &&
-      m < kernels::kGemmMinRows) {
+  if (in_strips(type) && kernel == Int8GemmKernel::kAvx2 && m < kernels::kGemmMinRows) {
     kernel = Int8GemmKernel::kAvxVnniEmulated;
   }
-  run_int8_gemm(kernel_info(kernel, w.type()), x, m, w, bias, y);
+  run_int8_gemm(kernel_info(kernel, type), x, m, outputs, count);
+}
+
+void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMatrix& w,
+               const float* bias, float* y) {
+  const MatmulOutput output{&w, bias, y};
+  int8_gemm_multi(kernel, x, m, &output, 1);
 }
 
 void int8_gemm_with_tile(Int8GemmKernel kernel, Int8TileFunction tile, const float* x, int64_t m,
@@ -358,14 +371,14 @@ void int8_gemm_with_tile(Int8GemmKernel kernel, Int8TileFunction tile, const flo
   QVL_CHECK(cpu_isa() != IsaLevel::kScalar);  // the driver's quantizer and repacker use AVX2
   kernels::Int8KernelInfo info = kernel_info(kernel, w.type());
   info.tile = tile;
-  run_int8_gemm(info, x, m, w, bias, y);
+  const MatmulOutput output{&w, bias, y};
+  run_int8_gemm(info, x, m, &output, 1);
 }
 
 void int8_gemm_reference(const float* x, int64_t m, const PackedMatrix& w, const float* bias,
                          float* y) {
   QVL_CHECK(int8_gemm_type(w.type()));
   const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
-  const PackedRows packed(w, nb);
   std::vector<int8_t> q(static_cast<size_t>(k));
   std::vector<float> scale(static_cast<size_t>(nb));
   std::vector<int32_t> sum(static_cast<size_t>(nb));
@@ -375,10 +388,11 @@ void int8_gemm_reference(const float* x, int64_t m, const PackedMatrix& w, const
       float acc = 0;
       for (int64_t b = 0; b < nb; ++b) {
         int32_t wq[kCols];
-        packed.block_q(r, b, wq);
+        float w_scale;
+        w.block_q(r, b, wq, &w_scale);
         int32_t dot = 0;
         for (int64_t j = 0; j < kCols; ++j) dot += wq[j] * q[static_cast<size_t>(b * kCols + j)];
-        acc += static_cast<float>(dot) * (packed.scale(r, b) * scale[static_cast<size_t>(b)]);
+        acc += static_cast<float>(dot) * (w_scale * scale[static_cast<size_t>(b)]);
       }
       y[i * n + r] = acc + (bias ? bias[r] : 0.0f);
     }

@@ -40,10 +40,14 @@ void release_int8_gemm_scratch();
 // The bytes that scratch holds now (for tests).
 size_t int8_gemm_scratch_bytes();
 
-// y[m, n] = x[m, k] * W^T (+ bias) for a kQ8/kQ4 matrix on the given kernel (which the CPU must
-// run). Threads via ThreadPool::global().
+// y[m, n] = x[m, k] * W^T (+ bias) for a q8/q4 matrix (groups or strips) on the given kernel
+// (which the CPU must run). Threads via ThreadPool::global().
 void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMatrix& w,
                const float* bias, float* y);
+// The same for several matrices of one type and cols on the same x: x is quantized once and all
+// their row blocks share one pool dispatch; each output gets the bits of its own int8_gemm call.
+void int8_gemm_multi(Int8GemmKernel kernel, const float* x, int64_t m, const MatmulOutput* outputs,
+                     size_t count);
 
 // Tests: int8_gemm's driver (x quantization, weight repacking, blocking, tails) for `kernel`'s
 // layout, with `tile` in place of its micro-kernel (e.g. the kernel's source compiled on a scalar

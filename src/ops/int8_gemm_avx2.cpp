@@ -284,6 +284,9 @@ void int8_tile_q4_avxvnni_emulated(const Int8Tile& t) {
 void int8_tile_q8s_avxvnni_emulated(const Int8Tile& t) {
   vnni256_tile_rows<EmulatedVpdpbusd, Vnni256Weights::kStoredQ8>(t);
 }
+void int8_tile_q4s_avxvnni_emulated(const Int8Tile& t) {
+  vnni256_tile_rows<EmulatedVpdpbusd, Vnni256Weights::kStoredQ4>(t);
+}
 
 void int8_tile_q8_avx2(const Int8Tile& t) {
   run_rows<Q8PairsAsm, kInt8Avx2Q8XRows>(t);

@@ -34,5 +34,8 @@ void int8_tile_q4_avx512(const Int8Tile& t) {
 void int8_tile_q8s_avx512(const Int8Tile& t) {
   tile_rows<Weights::kStoredQ8>(t);
 }
+void int8_tile_q4s_avx512(const Int8Tile& t) {
+  tile_rows<Weights::kStoredQ4>(t);
+}
 
 }  // namespace qvl::ops::kernels

@@ -32,5 +32,8 @@ void int8_tile_q4_avxvnni(const Int8Tile& t) {
 void int8_tile_q8s_avxvnni(const Int8Tile& t) {
   vnni256_tile_rows<Vpdpbusd, Vnni256Weights::kStoredQ8>(t);
 }
+void int8_tile_q4s_avxvnni(const Int8Tile& t) {
+  vnni256_tile_rows<Vpdpbusd, Vnni256Weights::kStoredQ4>(t);
+}
 
 }  // namespace qvl::ops::kernels

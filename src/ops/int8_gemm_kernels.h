@@ -9,9 +9,10 @@
 //   [NR float]                    the row's block scale (its fp16 scale widened)
 //   [NR int32]                    128 * sum of the row's 32 weights (q8: the x + 128 correction)
 // q8 weights are stored as int8 q; q4 as the stored nibble q + 8 in [1, 15] (unsigned).
-// Matrices stored as kQ8Strips (packed_matrix.h: 32-row strips, q + 128, fp16 scales) are read
-// in place by the VNNI kernels that have a stored-strip variant (int8_tile_q8s_*: q + 128 times x,
-// less 128 * sum(x); 16-row kernels read half t.half of a strip); others get them repacked.
+// Matrices stored in strips (packed_matrix.h: 32-row strips, fp16 scales; kQ8Strips q + 128,
+// kQ4Strips nibble pairs q + 8) are read in place by the VNNI kernels' stored-strip variants
+// (int8_tile_q8s_*: q + 128 times x, less 128 * sum(x); int8_tile_q4s_*: each nibble q + 8 times
+// x, less 8 * sum(x); 16-row kernels read half t.half of a strip); others get them repacked.
 // Kernels that multiply in 16 bit (Int8PanelWeights::kPairs16) get q8 weights widened to int16
 // instead, [16 pairs][NR rows][2 int16]: 2 consecutive columns of a row per 32-bit lane.
 #pragma once
@@ -68,7 +69,7 @@ struct Int8KernelInfo {
   Int8XLayout x_layout;
   Int8PanelWeights weights;
   int64_t depth = kInt8Depth;
-  bool reads_stored = false;  // a stored-strip tile: kQ8Strips matrices are used in place
+  bool reads_stored = false;  // a stored-strip tile: strip matrices are used in place
 };
 
 // AVX2: q8 by vpmaddwd on int16 weights and x (kPairs16, kInt16), q4 by vpmaddubsw(nibble, x)
@@ -89,19 +90,23 @@ void int8_tile_q8_avxvnni_emulated(const Int8Tile& t);
 void int8_tile_q4_avxvnni_emulated(const Int8Tile& t);
 void int8_tile_q8_avx512(const Int8Tile& t);
 void int8_tile_q4_avx512(const Int8Tile& t);
-// The stored-strip variants (kQ8Strips in place; x as int8 q).
+// The stored-strip variants (kQ8Strips / kQ4Strips in place; x as int8 q).
 void int8_tile_q8s_avxvnni(const Int8Tile& t);
 void int8_tile_q8s_avxvnni_emulated(const Int8Tile& t);
 void int8_tile_q8s_avx512(const Int8Tile& t);
+void int8_tile_q4s_avxvnni(const Int8Tile& t);
+void int8_tile_q4s_avxvnni_emulated(const Int8Tile& t);
+void int8_tile_q4s_avx512(const Int8Tile& t);
 
-// Stored q8/q4 groups (see packed_matrix.h) the strips are made from, or a kQ8Strips matrix
-// (strip_bytes != 0: strips of kStripRows rows, kStripBlockBytes per block; groups is its first).
+// Stored q8/q4 groups (see packed_matrix.h) the strips are made from, or a kQ8Strips/kQ4Strips
+// matrix (strip_bytes != 0: strips of kStripRows rows, strip_block_bytes per block; groups is its
+// first).
 struct Int8RepackSource {
   const uint8_t* groups;
   int64_t group_bytes, scale_bytes;
   int64_t groups_total;  // groups past it are repacked as zero rows
   bool q8;
-  int64_t strip_bytes = 0;
+  int64_t strip_bytes = 0, strip_block_bytes = 0;
 };
 // Repacks `strips` strips of nr rows starting at group g0 (row 4 * g0), blocks [b0, b0 + nbc),
 // into panel (strip s at s * nbc * int8_strip_block_bytes(nr, weights)). Sums are written for q8

@@ -42,23 +42,36 @@ inline void group_rows(const Int8RepackSource& src, const uint8_t* group, int64_
   }
 }
 
-// Rows 4g .. 4g + 3 of block b of a kQ8Strips matrix as 32 int8 columns each: word (quad, row)
-// of the strip becomes word quad of the row (a 4 x 8 transpose of 32-bit words), q + 128 -> q.
-inline void strip_rows(const uint8_t* block, int64_t row_in_strip, __m256i (&row)[kRows]) {
+// Rows 4g .. 4g + 3 of block b of a strip matrix as 32 columns each (kQ8Strips: int8 q;
+// kQ4Strips: nibbles q + 8): word (quad, row) of the strip becomes word quad of the row, a 4 x 8
+// transpose of 32-bit words.
+inline void strip_rows(const uint8_t* block, int64_t row_in_strip, bool q8, __m256i (&row)[kRows]) {
+  // a[i] holds quad i of the 4 rows in its low half, quad i + 4 in its high half.
   __m256i a[4];
-  for (int q = 0; q < 4; ++q) {
-    const uint8_t* at = block + q * kStripRows * 4 + row_in_strip * 4;
-    a[q] =
-        _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(at + 4 * kStripRows * 4)),
-                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(at)));
+  const auto rows_of = [&](int64_t at) {  // the 4 rows' words of quad (or nibble pair) `at`
+    return _mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(block + at * kStripRows * 4 + row_in_strip * 4));
+  };
+  if (q8) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));  // q + 128 -> q
+    for (int q = 0; q < 4; ++q) {
+      a[q] = _mm256_xor_si256(_mm256_set_m128i(rows_of(q + 4), rows_of(q)), flip);
+    }
+  } else {  // pair p holds quads 2p (low nibbles) and 2p + 1 (high)
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    const __m256i pairs02 = _mm256_set_m128i(rows_of(2), rows_of(0));
+    const __m256i pairs13 = _mm256_set_m128i(rows_of(3), rows_of(1));
+    a[0] = _mm256_and_si256(pairs02, low4);                        // quads 0, 4
+    a[1] = _mm256_and_si256(_mm256_srli_epi16(pairs02, 4), low4);  // quads 1, 5
+    a[2] = _mm256_and_si256(pairs13, low4);                        // quads 2, 6
+    a[3] = _mm256_and_si256(_mm256_srli_epi16(pairs13, 4), low4);  // quads 3, 7
   }
   const __m256i t0 = _mm256_unpacklo_epi32(a[0], a[1]), t1 = _mm256_unpackhi_epi32(a[0], a[1]);
   const __m256i t2 = _mm256_unpacklo_epi32(a[2], a[3]), t3 = _mm256_unpackhi_epi32(a[2], a[3]);
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  row[0] = _mm256_xor_si256(_mm256_unpacklo_epi64(t0, t2), flip);
-  row[1] = _mm256_xor_si256(_mm256_unpackhi_epi64(t0, t2), flip);
-  row[2] = _mm256_xor_si256(_mm256_unpacklo_epi64(t1, t3), flip);
-  row[3] = _mm256_xor_si256(_mm256_unpackhi_epi64(t1, t3), flip);
+  row[0] = _mm256_unpacklo_epi64(t0, t2);
+  row[1] = _mm256_unpackhi_epi64(t0, t2);
+  row[2] = _mm256_unpacklo_epi64(t1, t3);
+  row[3] = _mm256_unpackhi_epi64(t1, t3);
 }
 
 // Rows 0-3 of v, 8 32-bit words each, to words [w0, w0 + 8) of a strip block: word w of row r
@@ -97,11 +110,12 @@ void int8_repack_avx2(const Int8RepackSource& src, int64_t g0, int64_t strips, i
         if (g < src.groups_total && src.strip_bytes != 0) {
           const int64_t row0 = g * kRows;
           const uint8_t* block =
-              src.groups + row0 / kStripRows * src.strip_bytes + (b0 + b) * kStripBlockBytes;
+              src.groups + row0 / kStripRows * src.strip_bytes + (b0 + b) * src.strip_block_bytes;
           _mm_prefetch(reinterpret_cast<const char*>(block + 4096), _MM_HINT_T0);
-          strip_rows(block, row0 % kStripRows, row);
+          strip_rows(block, row0 % kStripRows, src.q8, row);
+          const int64_t weight_bytes = src.q8 ? kCols : kCols / 2;
           _mm_storeu_ps(scales, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(
-                                    block + kStripRows * kCols + row0 % kStripRows * 2))));
+                                    block + kStripRows * weight_bytes + row0 % kStripRows * 2))));
         } else if (g < src.groups_total) {
           // The weights come cold from DRAM (every matrix once per prompt chunk) and the
           // out-of-order window covers only a few blocks: ask for the line 4 KiB ahead (into the

@@ -73,7 +73,8 @@ bool int8_kernel_agrees_with_reference(Int8GemmKernel kernel) {
   std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k));
   for (auto& v : w) v = 0.05f * dist(rng);
   for (auto& v : x) v = dist(rng);
-  for (QuantType type : {QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips}) {
+  for (QuantType type :
+       {QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips, QuantType::kQ4Strips}) {
     const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
     std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
     int8_gemm_reference(x.data(), m, packed, nullptr, want.data());
@@ -116,7 +117,7 @@ const kernels::GemmKernels& gemm_kernels_for(IsaLevel isa, QuantType type) {
 
 void matmul_on(IsaLevel isa, GemmActivations act, const float* x, int64_t m, const PackedMatrix& w,
                const float* bias, float* y) {
-  if (w.type() == QuantType::kQ8Strips) {  // stored for the int8 GEMM, whatever m is
+  if (in_strips(w.type())) {  // stored for the int8 GEMM, whatever m is
     if (isa == IsaLevel::kScalar) {
       int8_gemm_reference(x, m, w, bias, y);
     } else {
@@ -149,10 +150,10 @@ bool kernels_agree_with_scalar(IsaLevel isa) {
   std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k));
   for (auto& v : w) v = 0.05f * dist(rng);
   for (auto& v : x) v = dist(rng);
-  for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips}) {
+  for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips,
+                         QuantType::kQ4Strips}) {
     const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
-    if (type != QuantType::kQ8Strips &&
-        !detail::run_kernels_agree_with_scalar(isa, x.data(), packed)) {
+    if (!in_strips(type) && !detail::run_kernels_agree_with_scalar(isa, x.data(), packed)) {
       QVL_LOG(kError) << isa_level_name(isa) << " " << quant_type_name(type)
                       << " GEMV kernels disagree with the scalar ones; not using them";
       return false;
@@ -245,7 +246,7 @@ MatmulArithmetic matmul_arithmetic(QuantType type, int64_t m) {
   // Mirrors the dispatch of matmul and matmul_on.
   const IsaLevel isa = active_isa();
   if (type == QuantType::kExact) return MatmulArithmetic::kF32;
-  if (type == QuantType::kQ8Strips) return MatmulArithmetic::kInt8Dot;
+  if (in_strips(type)) return MatmulArithmetic::kInt8Dot;
   if (isa != IsaLevel::kScalar && m >= kernels::kGemmMinRows) {
     if (type == QuantType::kBF16) {  // gemm_kernels_for: vdpbf16ps on AVX-512
       return isa == IsaLevel::kAvx512 ? MatmulArithmetic::kBF16Dot : MatmulArithmetic::kF32;
@@ -285,19 +286,29 @@ void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias,
 void matmul_multi(const float* x, int64_t m, const MatmulOutput* outputs, size_t count) {
   if (m <= 0 || count == 0) return;
   const IsaLevel isa = active_isa();
-  bool shared = isa == IsaLevel::kScalar || m < kernels::kGemmMinRows;
+  const QuantType type = outputs[0].w->type();
+  bool same = type != QuantType::kExact;
   for (size_t j = 0; j < count; ++j) {
     const PackedMatrix& w = *outputs[j].w;
     QVL_CHECK(x != nullptr && outputs[j].y != nullptr && w.bytes() != nullptr);
-    shared = shared && w.type() != QuantType::kExact && w.type() != QuantType::kQ8Strips &&
-             w.type() == outputs[0].w->type() && w.cols() == outputs[0].w->cols();
+    same = same && w.type() == type && w.cols() == outputs[0].w->cols();
   }
-  if (!shared) {
+  // Matrices matmul_on sends to the int8 GEMM share its x quantization and pool dispatch; those
+  // on the GEMV and small-batch kernels (m < 16, or scalar) their parallel region.
+  const bool int8 = isa != IsaLevel::kScalar &&
+                    (in_strips(type) || (m >= kernels::kGemmMinRows && type != QuantType::kBF16 &&
+                                         gemm_activations() == GemmActivations::kInt8));
+  const bool small = !in_strips(type) && (isa == IsaLevel::kScalar || m < kernels::kGemmMinRows);
+  if (!same || !(int8 || small)) {
     for (size_t j = 0; j < count; ++j) matmul(x, m, *outputs[j].w, outputs[j].bias, outputs[j].y);
     return;
   }
   const profile::StageScope stage(profile::Work::kMatmul);
-  detail::small_batch_matmul(isa, x, m, outputs, count);
+  if (int8) {
+    int8_gemm_multi(int8_kernel_for(isa), x, m, outputs, count);
+  } else {
+    detail::small_batch_matmul(isa, x, m, outputs, count);
+  }
 }
 
 }  // namespace qvl::ops

@@ -29,6 +29,7 @@ int64_t group_bytes(QuantType type, int64_t nb) {
       return nb * (kScaleBytes + kernels::kQ4TileBytes);
     case QuantType::kExact:
     case QuantType::kQ8Strips:
+    case QuantType::kQ4Strips:
       break;
   }
   fail(ErrorCode::kInternal, "group_bytes of an exact or strip matrix");
@@ -109,23 +110,42 @@ void pack_group(const WeightRef& source, QuantType type, int64_t g, uint8_t* dst
   }
 }
 
-// Writes strip s of a kQ8Strips matrix: rows [32s, 32s + 32) of source (missing rows are zero).
-void pack_strip(const WeightRef& source, int64_t s, uint8_t* dst) {
+// Writes strip s of a kQ8Strips / kQ4Strips matrix: rows [32s, 32s + 32) of source (missing
+// rows are zero).
+void pack_strip(const WeightRef& source, QuantType type, int64_t s, uint8_t* dst) {
   const int64_t cols = source.cols, nb = cols / kCols;
+  const bool q4 = type == QuantType::kQ4Strips;
+  const int64_t block_bytes = strip_block_bytes(type), weight_bytes = q4 ? kCols / 2 : kCols;
   std::vector<float> row(static_cast<size_t>(cols));
   for (int64_t r = 0; r < kStripRows; ++r) {
     source_row(source, s * kStripRows + r, row);
     for (int64_t b = 0; b < nb; ++b) {
-      uint8_t* block = dst + b * kStripBlockBytes;
+      uint8_t* block = dst + b * block_bytes;
       uint16_t scale;
       int8_t q[kCols];
-      quantize_block(row.data() + b * kCols, 127.0f, &scale, q);
-      std::memcpy(block + kStripRows * kCols + r * 2, &scale, 2);
+      quantize_block(row.data() + b * kCols, q4 ? 7.0f : 127.0f, &scale, q);
+      std::memcpy(block + kStripRows * weight_bytes + r * 2, &scale, 2);
       for (int64_t j = 0; j < kCols; ++j) {
-        block[(j / 4) * kStripRows * 4 + r * 4 + j % 4] = static_cast<uint8_t>(q[j] + 128);
+        if (!q4) {  // quad j / 4
+          block[(j / 4) * kStripRows * 4 + r * 4 + j % 4] = static_cast<uint8_t>(q[j] + 128);
+        } else if (j % 8 < 4) {  // pair j / 8: this column low, the next quad's high
+          block[(j / 8) * kStripRows * 4 + r * 4 + j % 4] =
+              static_cast<uint8_t>((q[j] + 8) | ((q[j + 4] + 8) << 4));
+        }
       }
     }
   }
+}
+
+// Where strip layouts keep weight j of block b's row: its byte, and whether in the high nibble.
+struct StripColumn {
+  int64_t offset;
+  bool high;
+};
+StripColumn strip_column(QuantType type, int64_t row_in_strip, int64_t j) {
+  if (type == QuantType::kQ8Strips)
+    return {(j / 4) * kStripRows * 4 + row_in_strip * 4 + j % 4, false};
+  return {(j / 8) * kStripRows * 4 + row_in_strip * 4 + j % 4, j % 8 >= 4};
 }
 
 int64_t strip_count(int64_t rows) {
@@ -146,12 +166,15 @@ const char* quant_type_name(QuantType type) {
       return "q4";
     case QuantType::kQ8Strips:
       return "q8-strips";
+    case QuantType::kQ4Strips:
+      return "q4-strips";
   }
   return "?";
 }
 
 QuantType values_type(QuantType type) {
-  return type == QuantType::kQ8Strips ? QuantType::kQ8 : type;
+  if (type == QuantType::kQ8Strips) return QuantType::kQ8;
+  return type == QuantType::kQ4Strips ? QuantType::kQ4 : type;
 }
 
 const char* quant_values_name(QuantType type) {
@@ -169,8 +192,8 @@ QuantType parse_quant_type(const std::string& name) {
 size_t packed_size_bytes(QuantType type, int64_t rows, int64_t cols) {
   if (type == QuantType::kExact) fail(ErrorCode::kInvalidArgument, "exact matrices are not packed");
   check_shape(type, rows, cols);
-  if (type == QuantType::kQ8Strips) {
-    return static_cast<size_t>(strip_count(rows) * (cols / kCols) * kStripBlockBytes);
+  if (in_strips(type)) {
+    return static_cast<size_t>(strip_count(rows) * (cols / kCols) * strip_block_bytes(type));
   }
   const int64_t groups = (rows + kRows - 1) / kRows;
   return static_cast<size_t>(groups * group_bytes(type, cols / kCols));
@@ -192,12 +215,12 @@ PackedMatrix PackedMatrix::pack(const WeightRef& source, QuantType type) {
   m.size_ = packed_size_bytes(type, source.rows, source.cols);
   m.owned_.resize(m.size_);
   m.bytes_ = m.owned_.data();
-  if (type == QuantType::kQ8Strips) {
-    const int64_t strip_bytes = source.cols / kCols * kStripBlockBytes;
+  if (in_strips(type)) {
+    const int64_t strip_bytes = source.cols / kCols * strip_block_bytes(type);
     ThreadPool::global().parallel_for(
         static_cast<size_t>(strip_count(source.rows)), [&](size_t s0, size_t s1) {
           for (auto s = static_cast<int64_t>(s0); s < static_cast<int64_t>(s1); ++s) {
-            pack_strip(source, s, m.owned_.data() + s * strip_bytes);
+            pack_strip(source, type, s, m.owned_.data() + s * strip_bytes);
           }
         });
     return m;
@@ -243,50 +266,61 @@ void PackedMatrix::row_to_f32(int64_t r, float* out) const {
     weight_row_to_f32(exact_, r, out);
     return;
   }
-  if (type_ == QuantType::kQ8Strips) {
-    const int64_t nb = cols_ / kCols, in_strip = r % kStripRows;
-    const auto* strip =
-        static_cast<const uint8_t*>(bytes_) + r / kStripRows * nb * kStripBlockBytes;
+  const int64_t nb = cols_ / kCols;
+  if (type_ != QuantType::kBF16) {
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* block = strip + b * kStripBlockBytes;
-      uint16_t h;
-      std::memcpy(&h, block + kStripRows * kCols + in_strip * 2, 2);
-      const float scale = f16_to_f32(h);
-      for (int64_t j = 0; j < kCols; ++j) {
-        const int q = block[(j / 4) * kStripRows * 4 + in_strip * 4 + j % 4] - 128;
-        out[b * kCols + j] = scale * static_cast<float>(q);
-      }
+      int32_t q[kCols];
+      float scale;
+      block_q(r, b, q, &scale);
+      for (int64_t j = 0; j < kCols; ++j) out[b * kCols + j] = scale * static_cast<float>(q[j]);
     }
     return;
   }
-  const int64_t nb = cols_ / kCols, in_group = r % kRows;
   const auto* group = static_cast<const uint8_t*>(bytes_) + (r / kRows) * group_bytes(type_, nb);
-  const uint8_t* data = type_ == QuantType::kBF16 ? group : group + nb * kScaleBytes;
   for (int64_t b = 0; b < nb; ++b) {
-    float* o = out + b * kCols;
-    if (type_ == QuantType::kBF16) {
-      const uint8_t* src = data + b * kernels::kBf16TileBytes + in_group * kCols * 2;
-      for (int64_t j = 0; j < kCols; ++j) {
-        uint16_t h;
-        std::memcpy(&h, src + j * 2, 2);
-        o[j] = bf16_to_f32(h);
-      }
-      continue;
+    const uint8_t* src = group + b * kernels::kBf16TileBytes + r % kRows * kCols * 2;
+    for (int64_t j = 0; j < kCols; ++j) {
+      uint16_t h;
+      std::memcpy(&h, src + j * 2, 2);
+      out[b * kCols + j] = bf16_to_f32(h);
     }
-    uint16_t h;
-    std::memcpy(&h, group + b * kScaleBytes + in_group * 2, 2);
-    const float scale = f16_to_f32(h);
-    if (type_ == QuantType::kQ8) {
-      const auto* q =
-          reinterpret_cast<const int8_t*>(data + b * kernels::kQ8TileBytes) + in_group * kCols;
-      for (int64_t j = 0; j < kCols; ++j) o[j] = scale * static_cast<float>(q[j]);
-    } else {
-      const uint8_t* q = data + b * kernels::kQ4TileBytes + in_group * (kCols / 2);
-      for (int64_t j = 0; j < kCols / 2; ++j) {
-        o[j] = scale * static_cast<float>((q[j] & 0x0f) - 8);
-        o[j + kCols / 2] = scale * static_cast<float>((q[j] >> 4) - 8);
-      }
+  }
+}
+
+void PackedMatrix::block_q(int64_t r, int64_t b, int32_t* q, float* scale) const {
+  QVL_CHECK(values_type(type_) == QuantType::kQ8 || values_type(type_) == QuantType::kQ4);
+  QVL_CHECK(r >= 0 && r < rows_ && b >= 0 && b < cols_ / kCols);
+  const auto* bytes = static_cast<const uint8_t*>(bytes_);
+  const int64_t nb = cols_ / kCols;
+  uint16_t h;
+  if (in_strips(type_)) {
+    const int64_t in_strip = r % kStripRows, block_bytes = strip_block_bytes(type_);
+    const uint8_t* block = bytes + (r / kStripRows * nb + b) * block_bytes;
+    const int64_t weight_bytes = type_ == QuantType::kQ4Strips ? kCols / 2 : kCols;
+    std::memcpy(&h, block + kStripRows * weight_bytes + in_strip * 2, 2);
+    for (int64_t j = 0; j < kCols; ++j) {
+      const StripColumn at = strip_column(type_, in_strip, j);
+      const int v = block[at.offset];
+      q[j] = type_ == QuantType::kQ8Strips ? v - 128 : (at.high ? v >> 4 : v & 0x0f) - 8;
     }
+    *scale = f16_to_f32(h);
+    return;
+  }
+  const int64_t in_group = r % kRows;
+  const uint8_t* group = bytes + (r / kRows) * group_bytes(type_, nb);
+  std::memcpy(&h, group + b * kScaleBytes + in_group * 2, 2);
+  *scale = f16_to_f32(h);
+  const uint8_t* data = group + nb * kScaleBytes;
+  if (type_ == QuantType::kQ8) {
+    const auto* src =
+        reinterpret_cast<const int8_t*>(data + b * kernels::kQ8TileBytes) + in_group * kCols;
+    for (int64_t j = 0; j < kCols; ++j) q[j] = src[j];
+    return;
+  }
+  const uint8_t* src = data + b * kernels::kQ4TileBytes + in_group * (kCols / 2);
+  for (int64_t j = 0; j < kCols / 2; ++j) {
+    q[j] = (src[j] & 0x0f) - 8;
+    q[j + kCols / 2] = (src[j] >> 4) - 8;
   }
 }
 

@@ -21,6 +21,11 @@
 //            [8 quads][32 rows][4 bytes]  q + 128 of columns 4 * quad .. 4 * quad + 3 (unsigned)
 //            [32 x fp16]                  the rows' block scales
 //          1.0625 bytes per weight, like kQ8.
+//   kQ4Strips: the kQ4 values and scales in the same strips (kQ4StripBlockBytes = 576 per block):
+//            [4 pairs][32 rows][4 bytes]  byte j of pair p: column 8p + j in the low nibble, column
+//                                         8p + 4 + j in the high one, each q + 8 (quads 2p, 2p + 1)
+//            [32 x fp16]                  the rows' block scales
+//          0.5625 bytes per weight, like kQ4.
 // Quantization is round-to-nearest-even against the fp16-rounded scale, deterministic. The error
 // of a weight is at most half a scale step: absmax / 254 (q8), absmax / 14 (q4), up to the fp16
 // rounding of the scale (relative 2^-11; blocks with absmax below ~1e-2 (q8) / ~5e-4 (q4) get an
@@ -47,7 +52,8 @@
 // once for several of them. Both do the same arithmetic per (x row, group), so a row's result
 // does not depend on the batch below 16 rows (bit for bit); on AVX2, q8/q4 rows also get the int8
 // GEMM's bits (see packed_gemv_avx2_quant.cpp), so their result does not depend on m at all.
-// kQ8Strips always takes the int8 GEMM (any m) on AVX2 and up, and its scalar oracle below.
+// kQ8Strips and kQ4Strips always take the int8 GEMM (any m) on AVX2 and up, and its scalar oracle
+// below.
 // m >= 16 uses a GEMM (int8 for q8/q4: int8_gemm.cpp; fp32/bf16: register tiles of 6 x rows x 16
 // weight rows on AVX2, 12 x 32 on AVX-512, see packed_gemm.h). The first use of each SIMD level
 // is checked against the scalar kernels (see best_isa).
@@ -63,14 +69,15 @@
 
 namespace qvl::ops {
 
-enum class QuantType { kExact, kBF16, kQ8, kQ4, kQ8Strips };
+enum class QuantType { kExact, kBF16, kQ8, kQ4, kQ8Strips, kQ4Strips };
 
-// "exact", "bf16", "q8", "q4", "q8-strips"
+// "exact", "bf16", "q8", "q4", "q8-strips", "q4-strips"
 const char* quant_type_name(QuantType type);
-// The user's type for the values a type holds (kQ8 for kQ8Strips), and its name.
+// The user's type for the values a type holds (kQ8 for kQ8Strips, kQ4 for kQ4Strips), and its
+// name.
 QuantType values_type(QuantType type);
 const char* quant_values_name(QuantType type);
-// Parses a user's weight type (exact, bf16, q8, q4: not the internal q8-strips); throws
+// Parses a user's weight type (exact, bf16, q8, q4: not the internal strip types); throws
 // qvl::Error(kInvalidArgument) otherwise.
 QuantType parse_quant_type(const std::string& name);
 
@@ -78,6 +85,15 @@ inline constexpr int64_t kGroupRows = 4;
 inline constexpr int64_t kBlockCols = 32;
 inline constexpr int64_t kStripRows = 32;
 inline constexpr int64_t kStripBlockBytes = kStripRows * (kBlockCols + 2);
+inline constexpr int64_t kQ4StripBlockBytes = kStripRows * (kBlockCols / 2 + 2);
+
+constexpr bool in_strips(QuantType type) {
+  return type == QuantType::kQ8Strips || type == QuantType::kQ4Strips;
+}
+// Bytes of one block of 32 columns of a strip (in_strips types only).
+constexpr int64_t strip_block_bytes(QuantType type) {
+  return type == QuantType::kQ4Strips ? kQ4StripBlockBytes : kStripBlockBytes;
+}
 
 // Size in bytes of the packed representation of a [rows, cols] matrix of a packed type
 // (kBF16/kQ8/kQ4). Throws qvl::Error(kUnsupported) for shapes the type cannot hold.
@@ -112,6 +128,9 @@ class PackedMatrix {
 
   // Row r dequantized to fp32 (for embedding lookups and tests). r must be in [0, rows).
   void row_to_f32(int64_t r, float* out) const;
+  // Block b of row r of a q8/q4 matrix (any layout): its 32 q in column order and its scale (the
+  // kernels' oracles and tests). r in [0, rows), b in [0, cols / 32).
+  void block_q(int64_t r, int64_t b, int32_t* q, float* scale) const;
 
  private:
   QuantType type_ = QuantType::kExact;
@@ -129,9 +148,10 @@ class PackedMatrix {
 void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias, float* y);
 
 // Several matrices applied to the same x: y = x * W^T (+ bias) for each output, bit-identical to
-// separate matmul calls. Decode and small batches (m < 16) of matrices with the same type and
-// cols run in one parallel region (one pool dispatch instead of one per matrix) with x prepared
-// once; anything else runs as separate calls.
+// separate matmul calls. Matrices with the same type and cols on the int8 GEMM (strips at any m;
+// q8/q4 groups from 16 rows) or on the GEMV and small-batch kernels (groups below 16 rows) run in
+// one parallel region (one pool dispatch instead of one per matrix) with x prepared once;
+// anything else runs as separate calls.
 struct MatmulOutput {
   const PackedMatrix* w;
   const float* bias;  // may be null

@@ -108,7 +108,7 @@ TEST(PackedModel, OtherLmHeadThanStoredIsAClearError) {
     EXPECT_NE(msg.find("q8 lm_head"), std::string::npos) << msg;
   }
   // A folder takes any head type.
-  EXPECT_EQ(load_model(kTiny, "q4", "q4")->text_weights.lm_head.type(), ops::QuantType::kQ4);
+  EXPECT_EQ(load_model(kTiny, "q4", "q4")->text_weights.lm_head.type(), ops::QuantType::kQ4Strips);
 }
 
 TEST(PackedModel, Q8VisionFileAnswersAsTheFolder) {

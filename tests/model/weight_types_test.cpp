@@ -29,15 +29,16 @@ TEST(WeightTypes, LmHeadOverrideChangesOnlyTheHead) {
   EXPECT_EQ(weight_types_for("q8", "").lm_head, QuantType::kQ8);
 }
 
-// The vision tower's big matrices and the head store q8 in the int8 GEMM's strips (the same
-// values); the decoder's projections keep the GEMV's groups, other types stay as they are.
-TEST(WeightTypes, Q8HeadAndVisionAreStoredAsStrips) {
+// q8 and q4 matrices (vision tower, head, decoder projections) are stored in the int8 GEMM's
+// strips (the same values); other types stay as they are.
+TEST(WeightTypes, Q8AndQ4AreStoredAsStrips) {
   EXPECT_EQ(stored_type(QuantType::kQ8), QuantType::kQ8Strips);
-  for (QuantType t : {QuantType::kExact, QuantType::kBF16, QuantType::kQ4}) {
-    EXPECT_EQ(stored_type(t), t);
-  }
+  EXPECT_EQ(stored_type(QuantType::kQ4), QuantType::kQ4Strips);
+  for (QuantType t : {QuantType::kExact, QuantType::kBF16}) EXPECT_EQ(stored_type(t), t);
   EXPECT_EQ(ops::values_type(QuantType::kQ8Strips), QuantType::kQ8);
+  EXPECT_EQ(ops::values_type(QuantType::kQ4Strips), QuantType::kQ4);
   EXPECT_STREQ(ops::quant_values_name(QuantType::kQ8Strips), "q8");
+  EXPECT_STREQ(ops::quant_values_name(QuantType::kQ4Strips), "q4");
 }
 
 // The vision tower follows the decoder: q8 next to q4 (within 1% of q4's own error), bf16 next

@@ -28,7 +28,7 @@ namespace {
 #include "ops/int8_gemm_avx512_tile.inc"
 }  // namespace
 
-// As int8_tile_q8_avx512 / int8_tile_q4_avx512 / int8_tile_q8s_avx512 in int8_gemm_avx512.cpp.
+// As int8_tile_q8_avx512 / _q4_ / _q8s_ / _q4s_avx512 in int8_gemm_avx512.cpp.
 void q8_tile(const Int8Tile& t) {
   tile_rows<Weights::kQ8>(t);
 }
@@ -37,6 +37,9 @@ void q4_tile(const Int8Tile& t) {
 }
 void q8s_tile(const Int8Tile& t) {
   tile_rows<Weights::kStoredQ8>(t);
+}
+void q4s_tile(const Int8Tile& t) {
+  tile_rows<Weights::kStoredQ4>(t);
 }
 
 }  // namespace qvl::ops::kernels::avx512_int8_model
@@ -93,8 +96,8 @@ using RunGemm = void (*)(QuantType type, const float* x, int64_t m, const Packed
 // tail; weight rows: one, a partial strip of 32, exactly a strip, a strip and a partial one, a
 // row block of 64 and a partial second one; x rows: every tail of the 6-row tile, and 2 x blocks
 // of 256 rows with a partial tile. Random and extreme (|q| = 127, q4 +-7) inputs, with and
-// without a bias. kQ8Strips (read in place by the VNNI kernels, repacked by others) holds the kQ8
-// values: its chain is kQ8's, bit for bit.
+// without a bias. kQ8Strips / kQ4Strips (read in place by the VNNI kernels, repacked by others)
+// hold the kQ8 / kQ4 values: their chain is the groups', bit for bit.
 void check_every_shape(RunGemm run, const std::string& what) {
   struct Shape {
     int64_t n, k, m;
@@ -115,13 +118,13 @@ void check_every_shape(RunGemm run, const std::string& what) {
         for (float& v : x) v = v < 0 ? -2.0f : 2.0f;
       }
       const auto bias = random_vector(static_cast<size_t>(s.n), 62, 1.0f);
-      for (QuantType type : {QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips}) {
+      for (QuantType type :
+           {QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips, QuantType::kQ4Strips}) {
         const WeightRef source{WeightType::kF32, w.data(), s.n, s.k};
         const auto packed = PackedMatrix::pack(source, type);
-        const auto chain_of =
-            type == QuantType::kQ8Strips
-                ? PackedMatrix::pack(source, QuantType::kQ8)
-                : PackedMatrix::view(type, s.n, s.k, packed.bytes(), packed.size_bytes());
+        const auto chain_of = in_strips(type) ? PackedMatrix::pack(source, values_type(type))
+                                              : PackedMatrix::view(type, s.n, s.k, packed.bytes(),
+                                                                   packed.size_bytes());
         for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
           const std::vector<float> want = int8_chain(x, s.m, chain_of, b);
           std::vector<float> got(want.size(), NAN);
@@ -152,9 +155,10 @@ TEST(Int8GemmAvx512Model, TileThroughTheDriverGivesTheChainOnEveryShape) {
          float* y) {
         namespace model = kernels::avx512_int8_model;
         int8_gemm_with_tile(Int8GemmKernel::kAvx512Vnni,
-                            type == QuantType::kQ8   ? model::q8_tile
-                            : type == QuantType::kQ4 ? model::q4_tile
-                                                     : model::q8s_tile,
+                            type == QuantType::kQ8         ? model::q8_tile
+                            : type == QuantType::kQ4       ? model::q4_tile
+                            : type == QuantType::kQ8Strips ? model::q8s_tile
+                                                           : model::q4s_tile,
                             x, m, w, bias, y);
       },
       "avx512 model");

@@ -209,21 +209,26 @@ TEST_P(Int8GemmKernels, GivesTheBitsOfTheAvx2Kernel) {
   }
 }
 
-TEST_P(Int8GemmKernels, StoredStripsGiveTheBitsOfQ8AtAnyM) {
-  // kQ8Strips holds kQ8's values: read in place (VNNI kernels) or repacked from its strips
-  // (others), every kernel must give exactly its kQ8 bits, also below kGemmMinRows (matmul sends
-  // kQ8Strips here for any m). n: a partial 16-row half and 32-row strip, a partial row block.
+TEST_P(Int8GemmKernels, StoredStripsGiveTheBitsOfTheirGroupsAtAnyM) {
+  // kQ8Strips / kQ4Strips hold kQ8's / kQ4's values: read in place (VNNI kernels) or repacked
+  // from the strips (others), every kernel must give exactly the groups' bits, also below
+  // kGemmMinRows (matmul sends strips here for any m). n: a partial 16-row half and 32-row strip,
+  // a partial row block.
   const Problem problems[] = {{42, 288, 1},   {77, 1120, 3},  {16, 32, 7},
                               {100, 544, 16}, {131, 320, 40}, {5, 96, 263}};
   for (const Problem& p : problems) {
     const auto [w, x, bias] = random_inputs(p, 130, 41, 50.0f);
     const WeightRef source{WeightType::kF32, w.data(), p.n, p.k};
-    const auto q8 = PackedMatrix::pack(source, QuantType::kQ8);
-    const auto strips = PackedMatrix::pack(source, QuantType::kQ8Strips);
-    std::vector<float> want(static_cast<size_t>(p.m * p.n)), got(want.size(), NAN);
-    int8_gemm(GetParam(), x.data(), p.m, q8, bias.data(), want.data());
-    int8_gemm(GetParam(), x.data(), p.m, strips, bias.data(), got.data());
-    expect_same_bits(got, want, p);
+    for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+      SCOPED_TRACE(quant_type_name(type));
+      const auto groups = PackedMatrix::pack(source, type);
+      const auto strips = PackedMatrix::pack(
+          source, type == QuantType::kQ8 ? QuantType::kQ8Strips : QuantType::kQ4Strips);
+      std::vector<float> want(static_cast<size_t>(p.m * p.n)), got(want.size(), NAN);
+      int8_gemm(GetParam(), x.data(), p.m, groups, bias.data(), want.data());
+      int8_gemm(GetParam(), x.data(), p.m, strips, bias.data(), got.data());
+      expect_same_bits(got, want, p);
+    }
   }
 }
 
@@ -292,26 +297,28 @@ TEST(Int8GemmDispatch, MatmulTakesTheInt8GemmForStoredStripsAtAnyM) {
   // Also under f32 GEMM activations and for single rows; the scalar level takes the oracle.
   const int64_t n = 40, k = 320;
   const auto w = random_vector(static_cast<size_t>(n * k), 94, 0.05f);
-  const auto strips =
-      PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, QuantType::kQ8Strips);
-  for (int64_t m : {int64_t{1}, int64_t{5}, kernels::kGemmMinRows, int64_t{50}}) {
-    const auto x = random_vector(static_cast<size_t>(m * k), 95, 1.0f);
-    std::vector<float> got(static_cast<size_t>(m * n)), want(got.size());
-    {
-      testing::IsaScope scalar(IsaLevel::kScalar);
-      matmul(x.data(), m, strips, nullptr, got.data());
-    }
-    int8_gemm_reference(x.data(), m, strips, nullptr, want.data());
-    EXPECT_EQ(got, want) << "scalar, m " << m;
-    if (best_isa() == IsaLevel::kScalar) continue;
-    const Int8GemmKernel best = best_isa() == IsaLevel::kAvx512 ? Int8GemmKernel::kAvx512Vnni
-                                : cpu_has_avx_vnni()            ? Int8GemmKernel::kAvxVnni
-                                                                : Int8GemmKernel::kAvx2;
-    int8_gemm(best, x.data(), m, strips, nullptr, want.data());
-    for (GemmActivations act : {GemmActivations::kInt8, GemmActivations::kF32}) {
-      ActivationsScope scope(act);
-      matmul(x.data(), m, strips, nullptr, got.data());
-      EXPECT_EQ(got, want) << gemm_activations_name(act) << ", m " << m;
+  for (QuantType type : {QuantType::kQ8Strips, QuantType::kQ4Strips}) {
+    SCOPED_TRACE(quant_type_name(type));
+    const auto strips = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
+    for (int64_t m : {int64_t{1}, int64_t{5}, kernels::kGemmMinRows, int64_t{50}}) {
+      const auto x = random_vector(static_cast<size_t>(m * k), 95, 1.0f);
+      std::vector<float> got(static_cast<size_t>(m * n)), want(got.size());
+      {
+        testing::IsaScope scalar(IsaLevel::kScalar);
+        matmul(x.data(), m, strips, nullptr, got.data());
+      }
+      int8_gemm_reference(x.data(), m, strips, nullptr, want.data());
+      EXPECT_EQ(got, want) << "scalar, m " << m;
+      if (best_isa() == IsaLevel::kScalar) continue;
+      const Int8GemmKernel best = best_isa() == IsaLevel::kAvx512 ? Int8GemmKernel::kAvx512Vnni
+                                  : cpu_has_avx_vnni()            ? Int8GemmKernel::kAvxVnni
+                                                                  : Int8GemmKernel::kAvx2;
+      int8_gemm(best, x.data(), m, strips, nullptr, want.data());
+      for (GemmActivations act : {GemmActivations::kInt8, GemmActivations::kF32}) {
+        ActivationsScope scope(act);
+        matmul(x.data(), m, strips, nullptr, got.data());
+        EXPECT_EQ(got, want) << gemm_activations_name(act) << ", m " << m;
+      }
     }
   }
 }

@@ -255,14 +255,16 @@ TEST(PackedGemv, BatchRowsAreBitIdenticalToSingleRows) {
 }
 
 TEST(PackedGemv, MatmulMultiEqualsSeparateMatmuls) {
-  // Three matrices with the same input (row counts not multiples of 4, one with a bias), for the
-  // GEMV, small batches and the GEMM (which runs them one by one).
-  const int64_t k = 320, rows[] = {45, 9, 22};
+  // Three matrices with the same input (row counts not multiples of 4, one over two row blocks
+  // of the int8 GEMM, one with a bias), for the GEMV, small batches and the GEMMs (the int8 one
+  // runs them in one dispatch, the fp32 one by one); strips take the int8 GEMM at every m.
+  const int64_t k = 320, rows[] = {45, 9, 70};
   const auto x = random_vector(static_cast<size_t>(20 * k), 90, 1.0f);
   const auto bias = random_vector(static_cast<size_t>(rows[1]), 91, 1.0f);
   for (IsaLevel isa : available_isas()) {
     IsaScope scope(isa);
-    for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
+    for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips,
+                           QuantType::kQ4Strips}) {
       std::vector<PackedMatrix> mats;
       for (int j = 0; j < 3; ++j) {
         const auto w = random_vector(static_cast<size_t>(rows[j] * k), 92 + j, 0.05f);

@@ -25,8 +25,8 @@ using testing::random_vector;
 // do; the fp32 GEMM (SIMD levels, m >= kGemmMinRows, GemmActivations::kF32) multiplies fp32 x
 // with exactly dequantized weights.
 bool rounds_x_to_int8(QuantType type, IsaLevel isa, int64_t m) {
-  if (type != QuantType::kQ8 && type != QuantType::kQ4) return false;
-  return isa == IsaLevel::kScalar || m < kernels::kGemmMinRows ||
+  if (values_type(type) != QuantType::kQ8 && values_type(type) != QuantType::kQ4) return false;
+  return isa == IsaLevel::kScalar || m < kernels::kGemmMinRows || in_strips(type) ||
          gemm_activations() == GemmActivations::kInt8;
 }
 
@@ -90,7 +90,8 @@ TEST(PackedMatmul, MatchesReferenceForEveryTypeIsaAndShape) {
       for (const Shape& s : shapes) {
         const auto w = random_vector(static_cast<size_t>(s.rows * s.cols), 10, 0.05f);
         const auto bias = random_vector(static_cast<size_t>(s.rows), 11, 1.0f);
-        for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
+        for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4,
+                               QuantType::kQ8Strips, QuantType::kQ4Strips}) {
           const auto packed =
               PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), s.rows, s.cols}, type);
           for (int64_t m : ms) {

@@ -123,6 +123,10 @@ TEST(PackedMatrix, SizesFollowTheFormat) {
   EXPECT_EQ(packed_size_bytes(QuantType::kQ8Strips, 33, 64), 2u * 2 * (1024 + 64));
   EXPECT_EQ(packed_size_bytes(QuantType::kQ8Strips, 64, 32),
             packed_size_bytes(QuantType::kQ8, 64, 32));
+  // q4: per block 32 x 16 bytes of nibble pairs and 32 fp16 scales.
+  EXPECT_EQ(packed_size_bytes(QuantType::kQ4Strips, 33, 64), 2u * 2 * (512 + 64));
+  EXPECT_EQ(packed_size_bytes(QuantType::kQ4Strips, 64, 32),
+            packed_size_bytes(QuantType::kQ4, 64, 32));
 }
 
 TEST(PackedMatrix, Q8StripsHoldTheQ8ValuesInTheirLayout) {
@@ -147,10 +151,35 @@ TEST(PackedMatrix, Q8StripsHoldTheQ8ValuesInTheirLayout) {
   EXPECT_EQ(last[1024 + 20 * 2] | last[1024 + 20 * 2 + 1], 0);
 }
 
+TEST(PackedMatrix, Q4StripsHoldTheQ4ValuesInTheirLayout) {
+  const int64_t rows = 45, cols = 96;
+  const auto w = random_weights(rows, cols, 6);
+  const auto q4 = PackedMatrix::pack(f32_ref(w, rows, cols), QuantType::kQ4);
+  const auto strips = PackedMatrix::pack(f32_ref(w, rows, cols), QuantType::kQ4Strips);
+  EXPECT_EQ(dequantized(strips), dequantized(q4));
+  // Row 33 (strip 1, row 1), block 2, columns 9 and 13 (pair 1, byte 1, low and high nibble):
+  // q + 8 at strip * 3 * 576 + block * 576 + pair * 128 + row * 4 + byte; scales after the pairs.
+  const auto* bytes = static_cast<const uint8_t*>(strips.bytes());
+  const uint8_t* block = bytes + 1 * 3 * kQ4StripBlockBytes + 2 * kQ4StripBlockBytes;
+  uint16_t h;
+  std::memcpy(&h, block + 512 + 1 * 2, 2);
+  const float scale = f16_to_f32(h);
+  EXPECT_GT(scale, 0.0f);
+  const uint8_t byte = block[1 * 128 + 1 * 4 + 1];
+  const size_t at = static_cast<size_t>(33 * cols + 2 * 32);
+  EXPECT_EQ(scale * static_cast<float>((byte & 0x0f) - 8), dequantized(q4)[at + 9]);
+  EXPECT_EQ(scale * static_cast<float>((byte >> 4) - 8), dequantized(q4)[at + 13]);
+  // Padded rows are zero: q = 0 (both nibbles 8), scale 0.
+  const uint8_t* last = bytes + 1 * 3 * kQ4StripBlockBytes;
+  EXPECT_EQ(last[3 * 128 + 20 * 4 + 3], 0x88);
+  EXPECT_EQ(last[512 + 20 * 2] | last[512 + 20 * 2 + 1], 0);
+}
+
 TEST(PackedMatrix, PackingIsDeterministicAndViewRoundTrips) {
   const int64_t rows = 13, cols = 160;
   const auto w = random_weights(rows, cols, 3);
-  for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips}) {
+  for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips,
+                         QuantType::kQ4Strips}) {
     const auto a = PackedMatrix::pack(f32_ref(w, rows, cols), type);
     const auto b = PackedMatrix::pack(f32_ref(w, rows, cols), type);
     ASSERT_EQ(a.size_bytes(), packed_size_bytes(type, rows, cols));
