@@ -54,6 +54,20 @@ bool populate_pages(const void* data, size_t size) {
 #endif
 }
 
+bool populate_pages_for_writing(void* data, size_t size) {
+#ifdef MADV_POPULATE_WRITE
+  if (data == nullptr || size == 0) return true;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto start = reinterpret_cast<uintptr_t>(data) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(data) + size;
+  return ::madvise(reinterpret_cast<void*>(start), end - start, MADV_POPULATE_WRITE) == 0;
+#else
+  (void)data;
+  (void)size;
+  return false;
+#endif
+}
+
 MappedFile::~MappedFile() {
   release();
 }

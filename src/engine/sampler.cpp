@@ -198,12 +198,9 @@ void Sampler::prepare(const float* logits, int64_t vocab, const std::vector<int6
                       const std::vector<int64_t>& generated_ids) {
   if (logits == nullptr) fail(ErrorCode::kInvalidArgument, "sampler: no logits");
   check_history(vocab, prompt_ids, generated_ids);
-  if (vocab != vocab_) {
-    work_.resize(vocab);
-    weights_.resize(vocab);
-    candidates_.resize(vocab + 1);
-    vocab_ = vocab;
-  }
+  // Vocabulary-sized scratch (~2.4 MB for Qwen3) is sized when first needed: greedy decoding
+  // never touches it (each request has its own sampler, and fresh pages cost a fault each).
+  vocab_ = vocab;
   const bool penalize =
       (params_.repetition_penalty != 1.0f && !(prompt_ids.empty() && generated_ids.empty())) ||
       ((params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) &&
@@ -213,6 +210,7 @@ void Sampler::prepare(const float* logits, int64_t vocab, const std::vector<int6
     logits_ = logits;
     return;
   }
+  work_.resize(static_cast<size_t>(vocab));
   float* work = work_.data();
   for (int64_t i = 0; i < vocab; ++i) work[i] = std::isnan(logits[i]) ? kNegInf : logits[i];
   apply_penalties(work, vocab, prompt_ids, generated_ids);
@@ -235,6 +233,8 @@ void Sampler::filter() {
   const float* logits = logits_;
   const float max_logit = max_value(logits, vocab_);
   if (max_logit == kNegInf) fail(ErrorCode::kInternal, "sampler: no token has a finite logit");
+  weights_.resize(static_cast<size_t>(vocab_));
+  candidates_.resize(static_cast<size_t>(vocab_ + 1));
   Candidate* out = candidates_.data();
   size_t count = 0;
   if (max_logit == kPosInf) {  // softmax is undefined; share the mass among the +inf tokens

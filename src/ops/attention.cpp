@@ -141,6 +141,7 @@ struct Panels {
   AlignedBuffer<uint32_t> k_pairs, v_pairs;  // bf16 products
 };
 thread_local Panels t_panels;
+constexpr int64_t kPanelRoom = 256;
 
 // The reference on contiguous fp32 copies of paged or half keys/values.
 void reference_on(const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
@@ -197,11 +198,19 @@ void attention_with(IsaLevel isa, bool bf16, const float* q, int64_t nq, const P
   const auto task =
       isa == IsaLevel::kAvx512 ? attention_kernels::task_avx512 : attention_kernels::task_avx2;
   const int64_t tiles = (nk + kKeyTile - 1) / kKeyTile;
+  // Grown with room for 256 more positions: a conversation's next prompt (a few more) then
+  // reuses the mapped panels instead of faulting fresh ones in.
+  const auto fit = [&](AlignedBuffer<float>& buffer) {
+    const int64_t per_position = s.n_kv_heads * s.head_dim;
+    if (buffer.size() < static_cast<size_t>(tiles * kKeyTile * per_position)) {
+      buffer.resize(static_cast<size_t>((tiles * kKeyTile + kPanelRoom) * per_position));
+    }
+  };
   AlignedBuffer<float>& panels = t_panels.keys;
-  panels.resize(static_cast<size_t>(s.n_kv_heads * tiles * s.head_dim * kKeyTile));
+  fit(panels);
   pack_key_panels(kv, nk, s, panels.data());
   AlignedBuffer<float>& values = t_panels.values;
-  values.resize(static_cast<size_t>(s.n_kv_heads * nk * s.head_dim));
+  fit(values);
   pack_value_panels(kv, nk, s, values.data());
   p.k_panels = panels.data();
   p.v_panels = values.data();
@@ -209,7 +218,7 @@ void attention_with(IsaLevel isa, bool bf16, const float* q, int64_t nq, const P
     AlignedBuffer<uint32_t>& k_pairs = t_panels.k_pairs;
     AlignedBuffer<uint32_t>& v_pairs = t_panels.v_pairs;
     k_pairs.resize(panels.size() / 2);
-    v_pairs.resize(static_cast<size_t>(s.n_kv_heads * s.head_dim * ((nk + 1) / 2)));
+    v_pairs.resize(values.size() / 2);
     ThreadPool::global().parallel_for(static_cast<size_t>(s.n_kv_heads), [&](size_t b, size_t e) {
       attention_kernels::bf16_pairs_avx512(p, static_cast<int64_t>(b), static_cast<int64_t>(e),
                                            k_pairs.data(), v_pairs.data());
@@ -426,8 +435,13 @@ const char* attention_products_name(bool bf16_products) {
                                                                                        : "fp32";
 }
 
-void release_attention_scratch() {
-  t_panels = Panels{};
+size_t attention_scratch_bytes() {
+  return (t_panels.keys.size() + t_panels.values.size()) * sizeof(float) +
+         (t_panels.k_pairs.size() + t_panels.v_pairs.size()) * sizeof(uint32_t);
+}
+
+void release_attention_scratch(size_t keep_bytes) {
+  if (attention_scratch_bytes() > keep_bytes) t_panels = Panels{};
 }
 
 void attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,

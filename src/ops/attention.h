@@ -1,6 +1,7 @@
 // Scaled dot-product attention with grouped KV heads.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace qvl::ops {
@@ -62,8 +63,10 @@ void attention(const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
 const char* attention_products_name(bool bf16_products);
 
 // Frees the calling thread's K/V panels, which otherwise keep the size of its largest call (e.g.
-// an image's on a request thread, a long prompt's on the scheduler's); the next call allocates
-// again.
-void release_attention_scratch();
+// an image's on a request thread, a long prompt's on the scheduler's), unless they hold at most
+// keep_bytes (a chat's next prompt then finds them mapped in); the next call allocates again.
+void release_attention_scratch(size_t keep_bytes = 0);
+// The bytes those panels hold now (for tests).
+size_t attention_scratch_bytes();
 
 }  // namespace qvl::ops

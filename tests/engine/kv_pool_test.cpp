@@ -1,6 +1,8 @@
 #include "engine/kv_pool.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -199,6 +201,68 @@ TEST(KVPool, FreePagesGiveTheirMemoryBackAndCachedPagesKeepTheirs) {
   EXPECT_EQ(m.matched, 79);  // the cached prefix still matches (full pages and the copied rest)
   for (int32_t p : m.pages) pool.release(p);
   pool.release(in_use);
+}
+
+// Whether every system page of [data, data + size) is resident.
+bool resident(const uint8_t* data, size_t size) {
+  const auto sys_page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(data) & ~(sys_page - 1);
+  const auto end = reinterpret_cast<uintptr_t>(data) + size;
+  std::vector<unsigned char> in((end - begin + sys_page - 1) / sys_page);
+  if (mincore(reinterpret_cast<void*>(begin), end - begin, in.data()) != 0) return false;
+  return std::all_of(in.begin(), in.end(), [](unsigned char v) { return (v & 1) != 0; });
+}
+
+TEST(KVPool, AllocatedPagesAreMappedInWholeAlsoAfterTheirMemoryWasGivenBack) {
+  KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 4 * page_bytes(KVType::kF16));
+  const int32_t p = pool.allocate();
+  const auto whole_page_resident = [&] {
+    return resident(pool.keys(p, 0), page_bytes(KVType::kF16));  // layer 0's keys come first
+  };
+  EXPECT_TRUE(whole_page_resident()) << "a fresh page, before any write";
+  std::fill_n(pool.keys(p, 0), pool.position_bytes(), uint8_t{7});
+  pool.release(p);
+  ASSERT_EQ(pool.release_free_memory(), page_bytes(KVType::kF16));
+  EXPECT_FALSE(whole_page_resident()) << "given back to the system";
+  EXPECT_EQ(pool.allocate(), p);
+  EXPECT_TRUE(whole_page_resident()) << "allocated again";
+  EXPECT_EQ(pool.keys(p, 0)[0], 0);  // zeroed, as after a fault
+  pool.release(p);
+}
+
+TEST(KVPool, ReleaseKeepsThePagesAllocatedNextWarm) {
+  KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 4 * page_bytes(KVType::kF16));
+  const int32_t a = pool.allocate(), b = pool.allocate(), c = pool.allocate();
+  for (int32_t p : {a, b, c}) std::fill_n(pool.keys(p, 0), pool.position_bytes(), uint8_t{9});
+  pool.release(a);
+  pool.release(b);
+  pool.release(c);
+  // c then b come back first: they keep their memory (and bytes), a and the unused 4th page not.
+  EXPECT_EQ(pool.release_free_memory(2), page_bytes(KVType::kF16));
+  EXPECT_EQ(pool.release_free_memory(2), 0u);
+  EXPECT_EQ(pool.keys(a, 0)[0], 0);
+  for (int32_t p : {c, b}) {
+    EXPECT_TRUE(resident(pool.keys(p, 0), page_bytes(KVType::kF16)));
+    EXPECT_EQ(pool.keys(p, 0)[0], 9);
+    EXPECT_EQ(pool.allocate(), p);
+  }
+  EXPECT_EQ(pool.release_free_memory(5), 0u);  // a: nothing written since
+  pool.release(b);
+  pool.release(c);
+}
+
+TEST(KVPool, WarmUpMapsInTheFreePagesAllocatedNext) {
+  KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 4 * page_bytes(KVType::kF16));
+  const int32_t a = pool.allocate(), b = pool.allocate();
+  std::fill_n(pool.keys(a, 0), pool.position_bytes(), uint8_t{9});
+  pool.release(b);
+  pool.release(a);      // allocated next, then b
+  pool.warm_up(3);      // a (untouched: written), b and the page after them
+  const int32_t c = 2;  // never allocated: pages are handed out from 0 up
+  for (int32_t p : {a, b, c}) EXPECT_TRUE(resident(pool.keys(p, 0), page_bytes(KVType::kF16)));
+  EXPECT_EQ(pool.keys(a, 0)[0], 9);
+  EXPECT_EQ(pool.keys(b, 0)[0], 0);
+  EXPECT_EQ(pool.release_free_memory(0), 3 * page_bytes(KVType::kF16));  // page 3 never mapped
 }
 
 TEST(KVPool, IdlePagesAreEvictedLeastRecentlyUsedFirst) {

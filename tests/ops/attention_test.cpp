@@ -123,6 +123,23 @@ TEST(Attention, LargeScoresAreStable) {
   }
 }
 
+TEST(Attention, PanelsHaveRoomForLongerPromptsAndAreKeptBelowTheLimit) {
+  // A many-row call (packed K/V panels) and a slightly longer one: the second fits the first's
+  // panels (a conversation's next prompt finds them mapped in).
+  if (best_isa() == IsaLevel::kScalar) GTEST_SKIP() << "the scalar level packs no panels";
+  release_attention_scratch();
+  EXPECT_EQ(attention_scratch_bytes(), 0u);
+  EXPECT_LE(max_error(Case{40, 300, 64, 4, 2, -1, 1.0f}, best_isa(), 5), 2e-5f);
+  const size_t first = attention_scratch_bytes();
+  EXPECT_GT(first, 0u);
+  EXPECT_LE(max_error(Case{40, 400, 64, 4, 2, -1, 1.0f}, best_isa(), 6), 2e-5f);
+  EXPECT_EQ(attention_scratch_bytes(), first);
+  release_attention_scratch(first);  // within the limit: kept
+  EXPECT_EQ(attention_scratch_bytes(), first);
+  release_attention_scratch(first - 1);
+  EXPECT_EQ(attention_scratch_bytes(), 0u);
+}
+
 TEST(Attention, DecodeWithManyKvHeads) {
   // Few rows per kv head: each thread walks a run of several kv heads together.
   for (IsaLevel isa : available_isas()) {
