@@ -81,6 +81,7 @@ int run_serve(ServeFlags& flags) {
   }
   options.engine.model_dir = flags.model_spec;
   options.engine.max_batch = options.parallel;  // every admitted request decodes in the batch
+  options.engine.idle_warm_kv_pages = 2;  // a follow-up question's partly shared page and one more
   hub::ResolveOptions resolve;
   resolve.offline = flags.offline;
   auto loader = [resolve](const EngineOptions& engine_options) {

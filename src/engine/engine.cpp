@@ -59,6 +59,7 @@ SchedulerOptions scheduler_options(const EngineOptions& o) {
   s.prefill_chunk = o.prefill_chunk;
   s.prefill_chunk_alone = std::max(o.prefill_chunk, s.prefill_chunk_alone);
   s.max_running = o.max_batch;
+  s.idle_warm_kv_pages = std::max<int64_t>(0, o.idle_warm_kv_pages);
   return s;
 }
 

@@ -119,7 +119,7 @@ int32_t KVPool::allocate() {
     return -1;
   }
   pages_[p].refs = 1;
-  if (!pages_[p].written) {
+  if (!pages_[p].written && map_whole_pages_) {
     // A page never used or given back (release_free_memory) would fault in 4 KiB at a time as
     // it is written, ~8 us each in a VM (~30 ms for a 14 MB page); one call maps it whole (~3 ms,
     // though the hypervisor still charges ~4 us per 4 KiB on first write: hence the warm pages

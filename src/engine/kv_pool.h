@@ -88,6 +88,9 @@ class KVPool {
   // when idle, so that a new request (a chat's next question) does not pay the first write of a
   // fresh page (~15-30 ms for a 14 MiB page in a VM).
   void warm_up(int64_t count);
+  // Whether allocate() maps a page that is not resident in whole at once (one call instead of a
+  // fault per 4 KiB as it is written; the price: a sequence's last page is resident in full).
+  void set_map_whole_pages(bool whole) { map_whole_pages_ = whole; }
 
   // Chain hash of a full page whose predecessors hash to `parent`.
   static uint64_t chain_hash(uint64_t parent, const uint64_t* keys, int64_t n);
@@ -132,6 +135,7 @@ class KVPool {
   uint8_t* memory_ = nullptr;  // an anonymous mapping: pages become resident when first written
   size_t memory_bytes_ = 0;
   std::vector<Page> pages_;
+  bool map_whole_pages_ = false;
   std::vector<int32_t> free_;
   int64_t free_count_ = 0;
   int64_t cached_idle_count_ = 0;

@@ -15,8 +15,6 @@ namespace qvl {
 
 // Steps longer than this are logged (debug): they show up as gaps in every running stream.
 constexpr double kSlowStepMs = 1000;
-// Free KV pages kept mapped when the engine goes idle (the 2B model: 2 x 14 MiB).
-constexpr int64_t kWarmKvPages = 2;
 constexpr size_t kKeptAttentionScratchBytes = size_t{16} << 20;
 namespace {
 
@@ -42,6 +40,7 @@ Scheduler::Scheduler(TextDecoder& decoder, const ModelConfig& config, std::vecto
   QVL_CHECK(options_.prefill_chunk >= kMinPrefillChunk &&
             options_.prefill_chunk_alone >= kMinPrefillChunk && options_.max_running > 0);
   stats_.kv = pool_.stats();
+  pool_.set_map_whole_pages(options_.idle_warm_kv_pages > 0);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -99,8 +98,8 @@ void Scheduler::loop() {
       // system, but for the KV pages a chat's next question takes first (a page given back costs
       // ~15-30 ms to map in again in a VM: most of a follow-up's time to first token).
       if (running.empty()) {
-        pool_.release_free_memory(kWarmKvPages);
-        pool_.warm_up(kWarmKvPages);
+        pool_.release_free_memory(options_.idle_warm_kv_pages);
+        pool_.warm_up(options_.idle_warm_kv_pages);
         // This thread's prompt-sized K/V panels, unless a chat's (up to ~2000 positions).
         ops::release_attention_scratch(kKeptAttentionScratchBytes);
         return_free_heap_to_os();

@@ -35,6 +35,8 @@ struct SchedulerOptions {
   // layers (at least one layer), so a new prompt slows running streams by at most that much.
   double prefill_share = 1.0;
   int64_t max_running = 16;  // sequences admitted at once; the rest wait in order
+  // Free KV pages kept and made resident when the scheduler goes idle (KVPool::warm_up).
+  int64_t idle_warm_kv_pages = 0;
 };
 
 // Upper bounds of the histogram buckets (the last bucket is unbounded).

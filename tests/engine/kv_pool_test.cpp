@@ -215,6 +215,7 @@ bool resident(const uint8_t* data, size_t size) {
 
 TEST(KVPool, AllocatedPagesAreMappedInWholeAlsoAfterTheirMemoryWasGivenBack) {
   KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 4 * page_bytes(KVType::kF16));
+  pool.set_map_whole_pages(true);
   const int32_t p = pool.allocate();
   const auto whole_page_resident = [&] {
     return resident(pool.keys(p, 0), page_bytes(KVType::kF16));  // layer 0's keys come first
@@ -232,6 +233,7 @@ TEST(KVPool, AllocatedPagesAreMappedInWholeAlsoAfterTheirMemoryWasGivenBack) {
 
 TEST(KVPool, ReleaseKeepsThePagesAllocatedNextWarm) {
   KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 4 * page_bytes(KVType::kF16));
+  pool.set_map_whole_pages(true);  // as a server's
   const int32_t a = pool.allocate(), b = pool.allocate(), c = pool.allocate();
   for (int32_t p : {a, b, c}) std::fill_n(pool.keys(p, 0), pool.position_bytes(), uint8_t{9});
   pool.release(a);
@@ -253,6 +255,7 @@ TEST(KVPool, ReleaseKeepsThePagesAllocatedNextWarm) {
 
 TEST(KVPool, WarmUpMapsInTheFreePagesAllocatedNext) {
   KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 4 * page_bytes(KVType::kF16));
+  pool.set_map_whole_pages(true);  // as a server's
   const int32_t a = pool.allocate(), b = pool.allocate();
   std::fill_n(pool.keys(a, 0), pool.position_bytes(), uint8_t{9});
   pool.release(b);
