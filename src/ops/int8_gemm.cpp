@@ -43,7 +43,7 @@ std::optional<kernels::Int8KernelInfo> stored_strip_kernel(Int8GemmKernel kernel
   switch (kernel) {
     case Int8GemmKernel::kAvx512Vnni:
       return info(q4 ? kernels::int8_tile_q4s_avx512 : kernels::int8_tile_q8s_avx512, 32,
-                  kernels::kInt8Avx512XRows);
+                  kernels::kInt8Avx512StoredXRows);
     case Int8GemmKernel::kAvxVnni:
       return info(q4 ? kernels::int8_tile_q4s_avxvnni : kernels::int8_tile_q8s_avxvnni, 16,
                   kernels::kInt8AvxVnniXRows);
