@@ -68,6 +68,14 @@ bool populate_pages_for_writing(void* data, size_t size) {
 #endif
 }
 
+bool drop_cached_pages(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool dropped = ::fdatasync(fd) == 0 && ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+  ::close(fd);
+  return dropped;
+}
+
 MappedFile::~MappedFile() {
   release();
 }

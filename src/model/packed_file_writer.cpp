@@ -9,6 +9,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/mapped_file.h"
 #include "model/config.h"
 #include "model/packed_file.h"
 #include "model/text_decoder.h"
@@ -196,6 +197,10 @@ PackedFileSummary write_packed_model_file(const std::string& model_dir, const st
     specs.push_back(packed_tensor(plan.jobs()[i], i, ahead));
   }
   write_safetensors(out_path, specs, options);
+  // Read back from disk on first use rather than mapped from the pages just written (see
+  // drop_cached_pages): a 29-token q8 prompt took 516-546 ms on the fresh file, 362-427 ms once
+  // re-read (2B, AVX-512).
+  drop_cached_pages(out_path);
   return {plan.jobs().size(), stored.size()};
 }
 

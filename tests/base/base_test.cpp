@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "base/aligned_buffer.h"
 #include "base/error.h"
@@ -103,6 +105,36 @@ TEST(MappedFile, PopulatePagesMapsTheRangeIn) {
   EXPECT_GE(after - before, 15 * 1024) << before << " kB -> " << after << " kB";
   EXPECT_EQ(f.data()[kBytes - 1], 'x');
   EXPECT_TRUE(populate_pages(nullptr, 0));
+}
+
+// Pages of the file in the page cache (mincore on a mapping, which itself faults nothing in).
+size_t cached_pages(const std::string& path, size_t bytes) {
+  const MappedFile f(path);
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in((bytes + page - 1) / page);
+  if (::mincore(const_cast<uint8_t*>(f.data()), bytes, in.data()) != 0) return SIZE_MAX;
+  size_t n = 0;
+  for (unsigned char v : in) n += v & 1;
+  return n;
+}
+
+TEST(MappedFile, DropCachedPagesEvictsAWrittenFile) {
+  const std::string path = testing::TempDir() + "/qvl_drop_" + std::to_string(::getpid()) + ".bin";
+  constexpr size_t kBytes = size_t{4} << 20;
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << std::string(kBytes, 'y');
+  }
+  const size_t before = cached_pages(path, kBytes);
+  ASSERT_NE(before, SIZE_MAX);
+  if (before == 0) GTEST_SKIP() << "the written file is not in the page cache here";
+  const bool dropped = drop_cached_pages(path);
+  const size_t after = cached_pages(path, kBytes);
+  std::remove(path.c_str());
+  if (!dropped) GTEST_SKIP() << "this file system keeps its pages (tmpfs?)";
+  // A few pages may come back (readahead by another process); most must be gone.
+  EXPECT_LT(after, before / 4) << before << " -> " << after;
+  EXPECT_FALSE(drop_cached_pages(path));  // gone: nothing to open
 }
 
 TEST(Log, ParsesLevels) {
