@@ -40,13 +40,22 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   ::close(fd);
 }
 
-bool populate_pages(const void* data, size_t size) {
-#ifdef MADV_POPULATE_READ
+namespace {
+
+// madvise over the whole pages of [data, data + size) (the start rounded down to its page).
+bool advise_pages(const void* data, size_t size, int advice) {
   if (data == nullptr || size == 0) return true;
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto start = reinterpret_cast<uintptr_t>(data) & ~(page - 1);
   const uintptr_t end = reinterpret_cast<uintptr_t>(data) + size;
-  return ::madvise(reinterpret_cast<void*>(start), end - start, MADV_POPULATE_READ) == 0;
+  return ::madvise(reinterpret_cast<void*>(start), end - start, advice) == 0;
+}
+
+}  // namespace
+
+bool populate_pages(const void* data, size_t size) {
+#ifdef MADV_POPULATE_READ
+  return advise_pages(data, size, MADV_POPULATE_READ);
 #else
   (void)data;
   (void)size;
@@ -56,11 +65,7 @@ bool populate_pages(const void* data, size_t size) {
 
 bool populate_pages_for_writing(void* data, size_t size) {
 #ifdef MADV_POPULATE_WRITE
-  if (data == nullptr || size == 0) return true;
-  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto start = reinterpret_cast<uintptr_t>(data) & ~(page - 1);
-  const uintptr_t end = reinterpret_cast<uintptr_t>(data) + size;
-  return ::madvise(reinterpret_cast<void*>(start), end - start, MADV_POPULATE_WRITE) == 0;
+  return advise_pages(data, size, MADV_POPULATE_WRITE);
 #else
   (void)data;
   (void)size;
