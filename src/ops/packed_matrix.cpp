@@ -110,6 +110,17 @@ void pack_group(const WeightRef& source, QuantType type, int64_t g, uint8_t* dst
   }
 }
 
+// Where strip layouts keep weight j of block b's row: its byte, and whether in the high nibble.
+struct StripColumn {
+  int64_t offset;
+  bool high;
+};
+StripColumn strip_column(QuantType type, int64_t row_in_strip, int64_t j) {
+  if (type == QuantType::kQ8Strips)
+    return {(j / 4) * kStripRows * 4 + row_in_strip * 4 + j % 4, false};
+  return {(j / 8) * kStripRows * 4 + row_in_strip * 4 + j % 4, j % 8 >= 4};
+}
+
 // Writes strip s of a kQ8Strips / kQ4Strips matrix: rows [32s, 32s + 32) of source (missing
 // rows are zero).
 void pack_strip(const WeightRef& source, QuantType type, int64_t s, uint8_t* dst) {
@@ -126,26 +137,15 @@ void pack_strip(const WeightRef& source, QuantType type, int64_t s, uint8_t* dst
       quantize_block(row.data() + b * kCols, q4 ? 7.0f : 127.0f, &scale, q);
       std::memcpy(block + kStripRows * weight_bytes + r * 2, &scale, 2);
       for (int64_t j = 0; j < kCols; ++j) {
-        if (!q4) {  // quad j / 4
-          block[(j / 4) * kStripRows * 4 + r * 4 + j % 4] = static_cast<uint8_t>(q[j] + 128);
-        } else if (j % 8 < 4) {  // pair j / 8: this column low, the next quad's high
-          block[(j / 8) * kStripRows * 4 + r * 4 + j % 4] =
-              static_cast<uint8_t>((q[j] + 8) | ((q[j + 4] + 8) << 4));
+        const StripColumn at = strip_column(type, r, j);
+        if (!q4) {
+          block[at.offset] = static_cast<uint8_t>(q[j] + 128);
+        } else if (!at.high) {  // its byte also holds column j + 4 (the next quad) high
+          block[at.offset] = static_cast<uint8_t>((q[j] + 8) | ((q[j + 4] + 8) << 4));
         }
       }
     }
   }
-}
-
-// Where strip layouts keep weight j of block b's row: its byte, and whether in the high nibble.
-struct StripColumn {
-  int64_t offset;
-  bool high;
-};
-StripColumn strip_column(QuantType type, int64_t row_in_strip, int64_t j) {
-  if (type == QuantType::kQ8Strips)
-    return {(j / 4) * kStripRows * 4 + row_in_strip * 4 + j % 4, false};
-  return {(j / 8) * kStripRows * 4 + row_in_strip * 4 + j % 4, j % 8 >= 4};
 }
 
 int64_t strip_count(int64_t rows) {
