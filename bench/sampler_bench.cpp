@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "engine/sampler.h"
+#include "engine/token_logprobs.h"
+#include "ops/elementwise_kernels.h"
+#include "ops/softmax_stats.h"
 
 namespace {
 
@@ -71,6 +74,24 @@ void BM_QwenDefaultsWithPenalties(benchmark::State& state) {
   run(state, p, prompt, generated);
 }
 
+// A step's log-probabilities (OpenAI `logprobs`, top 5): its log-softmax normaliser over the
+// vocabulary dominates. BM_ExpSum/reference is the scalar double exp (the kernel before vector
+// exponentials), BM_ExpSum/vector the dispatched kernel.
+void BM_StepLogprobs(benchmark::State& state) {
+  const std::vector<float> logits = random_logits(static_cast<float>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(qvl::step_logprobs(logits.data(), kVocab, 7, 5));
+}
+void BM_ExpSum(benchmark::State& state, bool reference) {
+  const std::vector<float> logits = random_logits(4.0f);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        reference ? qvl::ops::elementwise_kernels::exp_sum_reference(logits.data(), kVocab)
+                  : qvl::ops::exp_sum(logits.data(), kVocab));
+  }
+}
+BENCHMARK(BM_StepLogprobs)->Arg(4)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ExpSum, reference, true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_ExpSum, vector, false)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Greedy)->Arg(1)->Arg(4)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TopP09Temperature07)->Arg(1)->Arg(4)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TopK40)->Arg(1)->Arg(4)->Unit(benchmark::kMicrosecond);

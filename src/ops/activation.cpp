@@ -73,6 +73,10 @@ bool agrees_with_reference(IsaLevel isa) {
   (avx512 ? ek::layer_norm_row_avx512 : ek::layer_norm_row_avx2)(x.data(), w.data(), b.data(),
                                                                  1e-6f, n, got.data());
   ok = ok && close_to(got, want);
+  const ExpSum want_sum = ek::exp_sum_reference(x.data(), n);
+  const ExpSum got_sum = (avx512 ? ek::exp_sum_avx512 : ek::exp_sum_avx2)(x.data(), n);
+  ok = ok && got_sum.max == want_sum.max &&
+       std::fabs(got_sum.sum - want_sum.sum) <= 1e-6 * want_sum.sum;
   if (!ok) {
     QVL_LOG(kError) << isa_level_name(isa)
                     << " activation/norm kernels disagree with the references; using a lower level";

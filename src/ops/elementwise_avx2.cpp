@@ -109,4 +109,30 @@ void layer_norm_row_avx2(const float* x, const float* weight, const float* bias,
   }
 }
 
+ExpSum exp_sum_avx2(const float* x, int64_t n) {
+  const __m256 neg_inf = _mm256_set1_ps(-__builtin_inff());
+  __m256 top = neg_inf;
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256 v =
+        _mm256_blendv_ps(neg_inf, load(x, i, n), _mm256_castsi256_ps(tail_mask(n - i)));
+    top = _mm256_max_ps(top, _mm256_blendv_ps(v, neg_inf, _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+  }
+  ExpSum out{horizontal_max(top), 0.0};
+  if (!(out.max > -__builtin_inff() && out.max < __builtin_inff())) return out;
+  const __m256 shift = _mm256_set1_ps(out.max);
+  __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+  for (int64_t i = 0; i < n; i += 8) {
+    __m256 e = exp_avx2(_mm256_sub_ps(load(x, i, n), shift));
+    const __m256 keep =
+        _mm256_and_ps(_mm256_castsi256_ps(tail_mask(n - i)), _mm256_cmp_ps(e, e, _CMP_ORD_Q));
+    e = _mm256_and_ps(e, keep);
+    acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  const __m256d acc = _mm256_add_pd(acc0, acc1);
+  const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(acc), _mm256_extractf128_pd(acc, 1));
+  out.sum = _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+  return out;
+}
+
 }  // namespace qvl::ops::elementwise_kernels

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "ops/packed_matrix.h"
+#include "ops/softmax_stats.h"
 
 namespace qvl::ops::elementwise_kernels {
 
@@ -35,5 +36,10 @@ void layer_norm_row_avx512(const float* x, const float* weight, const float* bia
 void rms_norm_row_avx2(const float* x, const float* weight, float eps, int64_t n, float* y);
 void layer_norm_row_avx2(const float* x, const float* weight, const float* bias, float eps,
                          int64_t n, float* y);
+
+// Softmax statistics of a row (softmax_stats.h): exponentials in float, sums in double.
+ExpSum exp_sum_reference(const float* x, int64_t n);
+ExpSum exp_sum_avx512(const float* x, int64_t n);
+ExpSum exp_sum_avx2(const float* x, int64_t n);
 
 }  // namespace qvl::ops::elementwise_kernels

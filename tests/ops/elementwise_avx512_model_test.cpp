@@ -120,6 +120,22 @@ TEST(ElementwiseAvx512Model, GeluTanhMatchesTheReference) {
   }
 }
 
+TEST(ElementwiseAvx512Model, ExpSumMatchesTheReference) {
+  for (int64_t n : kLengths) {
+    auto x = test_inputs(n, 4);
+    if (n > 3) x[1] = NAN, x[2] = -INFINITY;
+    const ExpSum want = ek::exp_sum_reference(x.data(), n);
+    const ExpSum got = model::exp_sum_avx512(x.data(), n);
+    EXPECT_EQ(got.max, want.max) << n;
+    EXPECT_NEAR(got.sum, want.sum, 1e-6 * want.sum) << n;
+  }
+  const float none[] = {-INFINITY, NAN, -INFINITY};
+  EXPECT_EQ(model::exp_sum_avx512(none, 3).max, -INFINITY);
+  EXPECT_EQ(model::exp_sum_avx512(none, 3).sum, 0.0);
+  const float huge[] = {1.0f, INFINITY, 2.0f};
+  EXPECT_EQ(model::exp_sum_avx512(huge, 3).sum, 0.0);
+}
+
 TEST(ElementwiseAvx512Model, ActivationsHaveTheAvx2KernelsBits) {
   // |arguments| below 87: both exponentials take the same steps (the AVX2 one saturates earlier).
   if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU lacks AVX2: no AVX2 kernel to compare with";

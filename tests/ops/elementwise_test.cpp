@@ -11,6 +11,7 @@
 #include "ops/elementwise_kernels.h"
 #include "ops/norm.h"
 #include "ops/packed_matrix.h"
+#include "ops/softmax_stats.h"
 
 namespace qvl::ops {
 namespace {
@@ -99,6 +100,33 @@ TEST(Activation, GeluErfMatchesReference) {
       gelu_erf(got.data(), n);
       expect_close(got, want, 1e-6f, std::string("gelu_erf ") + isa_level_name(isa));
     }
+  }
+}
+
+// Logit-like rows (a vocabulary's worth too) with NaN and -inf entries, and the degenerate rows.
+TEST(SoftmaxStats, ExpSumMatchesReference) {
+  for (IsaLevel isa : available_isas()) {
+    const std::string where = std::string(" at ") + isa_level_name(isa);
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{15}, int64_t{16}, int64_t{17},
+                      int64_t{33}, int64_t{1000}, int64_t{151936}}) {
+      std::vector<float> x = testing::random_vector(static_cast<size_t>(n), 9, 12.0f);
+      if (n > 3) x[1] = NAN, x[2] = -INFINITY;
+      const ExpSum want = ek::exp_sum_reference(x.data(), n);
+      IsaScope scope(isa);
+      const ExpSum got = exp_sum(x.data(), n);
+      EXPECT_EQ(got.max, want.max) << n << where;
+      EXPECT_NEAR(got.sum, want.sum, 1e-6 * want.sum) << n << where;
+    }
+    IsaScope scope(isa);
+    const std::vector<float> none = {-INFINITY, NAN, -INFINITY};
+    EXPECT_EQ(exp_sum(none.data(), 3).max, -INFINITY) << where;
+    EXPECT_EQ(exp_sum(none.data(), 3).sum, 0.0) << where;
+    const std::vector<float> huge = {1.0f, INFINITY, 2.0f};
+    EXPECT_EQ(exp_sum(huge.data(), 3).max, INFINITY) << where;
+    EXPECT_EQ(exp_sum(huge.data(), 3).sum, 0.0) << where;
+    // Terms far below the max vanish rather than turning into NaN or garbage.
+    const std::vector<float> spread = {0.0f, -200.0f, -1e30f, -90.0f, 0.0f};
+    EXPECT_NEAR(exp_sum(spread.data(), 5).sum, 2.0, 1e-12) << where;
   }
 }
 
