@@ -9,10 +9,11 @@
 // Its content is named by the chain of token keys before and in it (token ids; image pads carry
 // their image's digest, so the same text with another picture never matches). Full pages are
 // indexed by their chain hash and shared read-only between sequences; a finished sequence's last,
-// partly filled page is indexed too, and a new sequence that shares only part of a page copies
-// the rows it shares into a page of its own. Pages no sequence uses stay cached until the pool
-// needs them, least recently used first. Hash hits are verified against the stored keys. The pool
-// is not thread-safe: the scheduler owns it.
+// partly filled page is indexed too: a new sequence that goes on from all of it takes it over if
+// no one else uses it (a chat's next turn), and one that shares only part of it (or while another
+// sequence holds it) copies the rows it shares into a page of its own. Pages no sequence uses stay
+// cached until the pool needs them, least recently used first. Hash hits are verified against the
+// stored keys. The pool is not thread-safe: the scheduler owns it.
 #pragma once
 
 #include <cstddef>
@@ -97,7 +98,8 @@ class KVPool {
   static constexpr uint64_t kRootHash = 0x9e3779b97f4a7c15ull;
 
   // Prefix lookup over keys[0, limit): retains and returns the indexed full pages that match, then
-  // copies the longest partial match of the next page (if any) into a newly allocated page.
+  // the longest partial match of the next page (if any): that page itself when the keys cover
+  // all it holds and no one uses it, else a newly allocated copy of the matching rows.
   // `matched` is the number of positions covered; `chain` the hash after the last full page.
   struct Match {
     std::vector<int32_t> pages;
@@ -107,7 +109,8 @@ class KVPool {
   Match lookup(const uint64_t* keys, int64_t limit);
 
   // Indexes a page a sequence filled: full (rows == page_rows, hash = chain_hash(parent, keys))
-  // or the partly filled last page of a finished sequence. Content already indexed is skipped.
+  // or the partly filled last page of a finished sequence. Content already indexed is skipped; a
+  // taken-over partial page's index grows to the rows given.
   void index_page(int32_t page, uint64_t parent, const uint64_t* keys, int64_t rows);
 
  private:

@@ -87,7 +87,7 @@ TEST(KVPool, BudgetBelowTwoPagesIsAClearError) {
   }
 }
 
-TEST(KVPool, FinishedSequenceIsReusedByFullPagesAndACopiedPartialPage) {
+TEST(KVPool, FinishedSequenceIsReusedByFullPagesAndItsPartialPage) {
   // (8-bit pages are head-major: the partial copy is one run per head.)
   for (KVType type : {KVType::kF16, KVType::kF32, KVType::kQ8}) {
     KVPool pool(kLayers, kKvHeads, kHeadDim, type, kPage, 16 * page_bytes(type));
@@ -99,19 +99,74 @@ TEST(KVPool, FinishedSequenceIsReusedByFullPagesAndACopiedPartialPage) {
     }  // released: every page stays cached
     EXPECT_EQ(pool.stats().pages_cached, 3);
 
+    // Goes on from all 70: the partial page itself is taken over (no fourth page, no copy).
     KVPool::Match m = pool.lookup(keys.data(), 99);
     EXPECT_EQ(m.matched, 70);
-    ASSERT_EQ(m.pages.size(), 3u);  // 2 shared + 1 private copy of the partial page
-    PagedSequence second(pool);
+    ASSERT_EQ(m.pages.size(), 3u);
+    EXPECT_EQ(pool.stats().pages_used, 3);
+    EXPECT_EQ(pool.stats().pages_cached, 0);
+    // Meanwhile another prompt with the same 70 keys gets a copy: the page is in use.
+    KVPool::Match copy = pool.lookup(keys.data(), 99);
+    EXPECT_EQ(copy.matched, 70);
+    ASSERT_EQ(copy.pages.size(), 3u);
+    EXPECT_NE(copy.pages[2], m.pages[2]);
+    EXPECT_EQ(copy.pages[1], m.pages[1]);  // full pages are shared
+    PagedSequence second(pool), third(pool);
     second.push_keys(keys.data(), 70);
     second.adopt(std::move(m));
+    third.push_keys(keys.data(), 70);
+    third.adopt(std::move(copy));
     EXPECT_EQ(second.length(), 70);
     // The reused rows hold what a cold sequence computes: attention over them agrees exactly.
     PagedSequence cold(pool);
     fill(cold, 70, keys, &cold);
-    EXPECT_EQ(attend_next(second, 3, keys), attend_next(cold, 3, keys));
-    EXPECT_EQ(pool.stats().prefix_hit_tokens, 70u);
+    const auto want = attend_next(cold, 3, keys);
+    EXPECT_EQ(attend_next(second, 3, keys), want);
+    EXPECT_EQ(attend_next(third, 3, keys), want);
+    EXPECT_EQ(pool.stats().prefix_hit_tokens, 140u);
   }
+}
+
+TEST(KVPool, ATakenOverPartialPageIsIndexedWithItsLongerContent) {
+  KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 16 * page_bytes(KVType::kF16));
+  const auto keys = iota_keys(120);
+  {
+    PagedSequence turn1(pool);
+    fill(turn1, 40, keys, &turn1);  // 1 full page + 8 rows
+  }
+  {
+    KVPool::Match m = pool.lookup(keys.data(), 119);
+    ASSERT_EQ(m.matched, 40);
+    PagedSequence turn2(pool);
+    turn2.push_keys(keys.data(), 40);
+    turn2.adopt(std::move(m));
+    fill(turn2, 12, keys, &turn2);  // 52: the taken page now holds 20 rows
+  }
+  KVPool::Match m3 = pool.lookup(keys.data(), 119);
+  EXPECT_EQ(m3.matched, 52);
+  for (int32_t p : m3.pages) pool.release(p);
+  {
+    // Filled past its end, the taken page is indexed as a full page.
+    KVPool::Match m = pool.lookup(keys.data(), 119);
+    ASSERT_EQ(m.matched, 52);
+    PagedSequence turn3(pool);
+    turn3.push_keys(keys.data(), 52);
+    turn3.adopt(std::move(m));
+    fill(turn3, 30, keys, &turn3);  // 82: 2 full pages + 18 rows
+  }
+  KVPool::Match m4 = pool.lookup(keys.data(), 119);
+  EXPECT_EQ(m4.matched, 82);
+  // A prompt that leaves the cached content inside the partial page copies its shared rows and
+  // leaves the page (and its longer content) cached.
+  auto other = keys;
+  other[70] = 999;
+  for (int32_t p : m4.pages) pool.release(p);
+  KVPool::Match m5 = pool.lookup(other.data(), 119);
+  EXPECT_EQ(m5.matched, 70);
+  for (int32_t p : m5.pages) pool.release(p);
+  KVPool::Match m6 = pool.lookup(keys.data(), 119);
+  EXPECT_EQ(m6.matched, 82);
+  for (int32_t p : m6.pages) pool.release(p);
 }
 
 TEST(KVPool, MatchStopsWhereKeysDifferAndCopiesTheSharedPartOfAFullPage) {
