@@ -130,22 +130,29 @@ int32_t KVPool::allocate() {
   return p;
 }
 
-void KVPool::warm_up(int64_t count) {
+bool KVPool::warm_up(int64_t count, const std::function<bool()>& interrupted) {
   const auto sys_page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  // A request arriving meanwhile waits for one step at most (~2 ms in a VM).
+  constexpr size_t kStep = size_t{1} << 20;
   const auto n =
       static_cast<size_t>(std::clamp<int64_t>(count, 0, static_cast<int64_t>(free_.size())));
   for (auto it = free_.end() - static_cast<std::ptrdiff_t>(n); it != free_.end(); ++it) {
     Page& page = pages_[*it];
     if (page.written) continue;
     uint8_t* memory = memory_ + static_cast<size_t>(*it) * page_bytes_;
-    populate_pages_for_writing(memory, page_bytes_);
-    // Populated pages still cost the hypervisor's first write each: pay it now. Their bytes are
-    // zero (fresh or given back), so writing zeros changes nothing.
-    for (size_t at = 0; at < page_bytes_; at += sys_page) {
-      static_cast<volatile uint8_t*>(memory)[at] = 0;
+    for (size_t begin = 0; begin < page_bytes_; begin += kStep) {
+      if (interrupted && interrupted()) return false;
+      const size_t bytes = std::min(kStep, page_bytes_ - begin);
+      populate_pages_for_writing(memory + begin, bytes);
+      // Populated pages still cost the hypervisor's first write each: pay it now. Their bytes
+      // are zero (fresh or given back), so writing zeros changes nothing.
+      for (size_t at = 0; at < bytes; at += sys_page) {
+        static_cast<volatile uint8_t*>(memory + begin)[at] = 0;
+      }
     }
     page.written = true;
   }
+  return true;
 }
 
 size_t KVPool::release_free_memory(int64_t keep_warm) {

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -87,8 +88,9 @@ class KVPool {
   size_t release_free_memory(int64_t keep_warm = 0);
   // Maps in and writes the `count` free pages allocated next, if not yet: the scheduler does it
   // when idle, so that a new request (a chat's next question) does not pay the first write of a
-  // fresh page (~15-30 ms for a 14 MiB page in a VM).
-  void warm_up(int64_t count);
+  // fresh page (~15-30 ms for a 14 MiB page in a VM). Stops early, returning false, when
+  // `interrupted` (asked before each MiB) says so: a request has arrived.
+  bool warm_up(int64_t count, const std::function<bool()>& interrupted = {});
   // Whether allocate() maps a page that is not resident in whole at once (one call instead of a
   // fault per 4 KiB as it is written; the price: a sequence's last page is resident in full).
   void set_map_whole_pages(bool whole) { map_whole_pages_ = whole; }

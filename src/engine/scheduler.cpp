@@ -99,7 +99,12 @@ void Scheduler::loop() {
       // ~15-30 ms to map in again in a VM: most of a follow-up's time to first token).
       if (running.empty()) {
         pool_.release_free_memory(options_.idle_warm_kv_pages);
-        pool_.warm_up(options_.idle_warm_kv_pages);
+        // Warming a fresh page takes ~15-30 ms: it gives way to a request that arrives meanwhile
+        // (a chat's next question, sent as soon as the answer is read), which would wait for it.
+        pool_.warm_up(options_.idle_warm_kv_pages, [this] {
+          std::lock_guard<std::mutex> lock(mutex_);
+          return stop_ || !waiting_.empty();
+        });
         // This thread's prompt-sized K/V panels, unless a chat's (up to ~2000 positions).
         ops::release_attention_scratch(kKeptAttentionScratchBytes);
         return_free_heap_to_os();

@@ -323,6 +323,20 @@ TEST(KVPool, WarmUpMapsInTheFreePagesAllocatedNext) {
   EXPECT_EQ(pool.release_free_memory(0), 3 * page_bytes(KVType::kF16));  // page 3 never mapped
 }
 
+TEST(KVPool, WarmUpGivesWayWhenInterrupted) {
+  KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 4 * page_bytes(KVType::kF16));
+  pool.set_map_whole_pages(true);
+  int asked = 0;
+  EXPECT_FALSE(pool.warm_up(2, [&] { return ++asked > 0; }));
+  EXPECT_EQ(asked, 1);
+  // Nothing was mapped: the pages allocated next are still not resident.
+  EXPECT_FALSE(resident(pool.keys(0, 0), page_bytes(KVType::kF16)));
+  EXPECT_FALSE(resident(pool.keys(1, 0), page_bytes(KVType::kF16)));
+  EXPECT_TRUE(pool.warm_up(2, [] { return false; }));
+  EXPECT_TRUE(resident(pool.keys(0, 0), page_bytes(KVType::kF16)));
+  EXPECT_TRUE(resident(pool.keys(1, 0), page_bytes(KVType::kF16)));
+}
+
 TEST(KVPool, IdlePagesAreEvictedLeastRecentlyUsedFirst) {
   KVPool pool(kLayers, kKvHeads, kHeadDim, KVType::kF16, kPage, 4 * page_bytes(KVType::kF16));
   const auto a = iota_keys(32, 0), b = iota_keys(32, 100), c = iota_keys(32, 200);
