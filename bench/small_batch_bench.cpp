@@ -237,6 +237,10 @@ const int registered = [] {
       if (m > 8 && !gemm) continue;  // 12 and 15 are there to compare with the GEMM
       add(BatchPath::kMatmul, s, m);
     }
+    // A chat turn's question and an image's merger rows: stored strips streamed whole (m <= 256).
+    if (gemm && qvl::ops::in_strips(s.type)) {
+      for (int m : {30, 196}) add(BatchPath::kMatmul, s, m);
+    }
     if (!gemm) continue;
     for (int m : {4, 8, 12, 15}) add(BatchPath::kInt8Gemm, s, m);
   }
