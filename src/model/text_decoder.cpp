@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/stage_profile.h"
+#include "base/thread_pool.h"
 #include "model/weights_util.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
@@ -143,11 +144,26 @@ void TextDecoder::attention_block(int64_t layer, const std::vector<BatchEntry>& 
                           sin_.data() + t * half);
   }
   const ops::AttentionShape shape{nh, nkv, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
-  int64_t row = 0;
-  for (const BatchEntry& e : entries) {
+  const auto write_and_attend = [&](const BatchEntry& e, int64_t row) {
     e.cache->write(layer, k_ + row * nkv * hd, v_ + row * nkv * hd, e.rows);
     e.cache->attend(layer, q_ + row * nh * hd, e.rows, shape, attn_ + row * nh * hd);
-    row += e.rows;
+  };
+  const bool decode_batch =
+      entries.size() > 1 &&
+      std::all_of(entries.begin(), entries.end(), [](const BatchEntry& e) { return e.rows == 1; });
+  if (decode_batch) {
+    // One token per sequence (a batched decode step): the sequences share one pool dispatch, each
+    // attending within its task, instead of a small dispatch per sequence (8 streams: 13% of a
+    // step). The attention splits its work by the pool's size, not by who runs it: same bits.
+    ThreadPool::global().parallel_for(entries.size(), [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) write_and_attend(entries[i], static_cast<int64_t>(i));
+    });
+  } else {
+    int64_t row = 0;
+    for (const BatchEntry& e : entries) {
+      write_and_attend(e, row);
+      row += e.rows;
+    }
   }
   matmul_segments(attn_, {{&lw.o_proj, proj_}});
 }
