@@ -5,6 +5,7 @@
 
 #include "server/api_error.h"
 #include "server/data_uri.h"
+#include "server/json_body.h"
 #include "server/structured_output.h"
 
 namespace qvl::server {
@@ -401,7 +402,7 @@ json parse_json_object(std::string_view body, int max_depth) {
   }
   json value;
   try {
-    value = json::parse(body.begin(), body.end());
+    value = parse_json_lifting_long_strings(body);
   } catch (const json::exception& error) {
     fail_request("", std::string("request body is not valid JSON: ") + error.what(),
                  "invalid_json");
