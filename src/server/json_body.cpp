@@ -62,7 +62,10 @@ void put_back(json& value, const std::string& prefix, std::string_view body,
     const std::string& s = value.get_ref<const std::string&>();
     if (s.size() <= prefix.size() || s.compare(0, prefix.size(), prefix) != 0) return;
     const std::string index = s.substr(prefix.size());
-    if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) return;
+    if (index.empty() || index.size() > 9 ||
+        index.find_first_not_of("0123456789") != std::string::npos) {
+      return;
+    }
     const size_t k = std::stoull(index);
     if (k >= lifted.size()) return;
     value = std::string(body.substr(lifted[k].begin, lifted[k].size));
