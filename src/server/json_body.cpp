@@ -7,8 +7,6 @@
 namespace qvl::server {
 namespace {
 
-using nlohmann::json;
-
 struct Span {
   size_t begin, size;  // the string's content in the body, between its quotes
 };
@@ -56,10 +54,11 @@ std::string placeholder_text(uint64_t tag, size_t index) {
   return "\\u0000qvl-lifted-" + std::to_string(tag) + "-" + std::to_string(index);
 }
 
-void put_back(json& value, const std::string& prefix, std::string_view body,
+template <typename Json>
+void put_back(Json& value, const std::string& prefix, std::string_view body,
               const std::vector<Span>& lifted) {
   if (value.is_string()) {
-    const std::string& s = value.get_ref<const std::string&>();
+    const std::string& s = value.template get_ref<const std::string&>();
     if (s.size() <= prefix.size() || s.compare(0, prefix.size(), prefix) != 0) return;
     const std::string index = s.substr(prefix.size());
     if (index.empty() || index.size() > 9 ||
@@ -70,15 +69,16 @@ void put_back(json& value, const std::string& prefix, std::string_view body,
     if (k >= lifted.size()) return;
     value = std::string(body.substr(lifted[k].begin, lifted[k].size));
   } else if (value.is_structured()) {
-    for (json& item : value) put_back(item, prefix, body, lifted);
+    for (Json& item : value) put_back(item, prefix, body, lifted);
   }
 }
 
 }  // namespace
 
-json parse_json_lifting_long_strings(std::string_view body) {
+template <typename Json>
+Json parse_json_lifting_long_strings(std::string_view body) {
   const std::vector<Span> lifted = long_plain_strings(body);
-  if (lifted.empty()) return json::parse(body.begin(), body.end());
+  if (lifted.empty()) return Json::parse(body.begin(), body.end());
   static thread_local std::mt19937_64 random(std::random_device{}());
   const uint64_t tag = random();
   std::string reduced;
@@ -91,15 +91,19 @@ json parse_json_lifting_long_strings(std::string_view body) {
     at = lifted[k].begin + lifted[k].size;
   }
   reduced.append(body.substr(at));
-  json value;
+  Json value;
   try {
-    value = json::parse(reduced);
-  } catch (const json::exception&) {
+    value = Json::parse(reduced);
+  } catch (const nlohmann::json::exception&) {
     // Positions in the message must be the body's: the original text says where.
-    return json::parse(body.begin(), body.end());
+    return Json::parse(body.begin(), body.end());
   }
   put_back(value, std::string(1, '\0') + "qvl-lifted-" + std::to_string(tag) + "-", body, lifted);
   return value;
 }
+
+template nlohmann::json parse_json_lifting_long_strings<nlohmann::json>(std::string_view);
+template nlohmann::ordered_json parse_json_lifting_long_strings<nlohmann::ordered_json>(
+    std::string_view);
 
 }  // namespace qvl::server

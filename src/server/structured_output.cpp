@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "server/api_error.h"
+#include "server/json_body.h"
 
 namespace qvl::server {
 namespace {
@@ -180,8 +181,9 @@ void parse_structured_output(std::string_view body, const json& request, ChatReq
       !present(request, "tool_choice") && !value_arguments) {
     return;
   }
-  // Already parsed once (depth-checked), so this cannot fail.
-  const ordered_json ordered = ordered_json::parse(body.begin(), body.end());
+  // Already parsed once (depth-checked), so this cannot fail. Image bodies: lifted as the first
+  // parse (a document's picture with a response_format is the common case).
+  const ordered_json ordered = parse_json_lifting_long_strings<ordered_json>(body);
   if (value_arguments) {  // the template shows such arguments in the client's key order
     for (size_t i = 0; i < out.generation.messages.size(); ++i) {
       std::vector<ToolCall>& calls = out.generation.messages[i].tool_calls;
