@@ -201,6 +201,7 @@ json machine_json(const ops::MachineProbe& m) {
       {"fp32_instruction", m.fp32_instruction},
       {"bf16_instruction", m.bf16_instruction.empty() ? json(nullptr) : json(m.bf16_instruction)},
       {"int8_instruction", m.int8_instruction},
+      {"int8_gemm_kernel", m.int8_gemm_kernel},
       {"threads", threads}};
 }
 

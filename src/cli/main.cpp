@@ -15,13 +15,43 @@
 #include "cli/quantize_command.h"
 #include "cli/run_command.h"
 #include "cli/serve_command.h"
+#include "ops/int8_gemm.h"
+#include "ops/packed_matrix.h"
+
+namespace {
+
+// --isa: the kernel level every command runs at. Lower levels let an AVX-512 machine reproduce
+// what an AVX2-only (or AVX-VNNI) machine runs, e.g. to measure it, or step around a kernel
+// suspected of a fault. A level the CPU cannot run is an error, not a silent fallback.
+void apply_isa_choice(const std::string& choice) {
+  using qvl::ops::IsaLevel;
+  if (choice == "auto") return;
+  if (choice == "avx-vnni" && !qvl::ops::cpu_has_avx_vnni()) {
+    qvl::fail(qvl::ErrorCode::kUnsupported, "this CPU has no AVX-VNNI (--isa avx-vnni)");
+  }
+  const IsaLevel level = choice == "scalar"   ? IsaLevel::kScalar
+                         : choice == "avx512" ? IsaLevel::kAvx512
+                                              : IsaLevel::kAvx2;
+  qvl::ops::set_isa_override(level);
+  qvl::ops::set_avx_vnni_allowed(choice != "avx2");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"qvl: Qwen3-VL vision-language inference on CPUs"};
   app.require_subcommand(1);
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "debug, info, warn, error or off");
-  app.parse_complete_callback([&] { qvl::set_log_level(qvl::parse_log_level(log_level)); });
+  std::string isa = "auto";
+  app.add_option("--isa", isa,
+                 "kernel level: auto (the best this CPU runs), avx512, avx-vnni (AVX2 with "
+                 "256-bit VNNI), avx2 (as on an AVX2-only CPU) or scalar")
+      ->check(CLI::IsMember({"auto", "avx512", "avx-vnni", "avx2", "scalar"}));
+  app.parse_complete_callback([&] {
+    qvl::set_log_level(qvl::parse_log_level(log_level));
+    apply_isa_choice(isa);
+  });
   qvl::cli::add_run_command(app);
   qvl::cli::add_serve_command(app);
   qvl::cli::add_gen_model_command(app);

@@ -255,6 +255,7 @@ const ProbeFigures& MachineProbe::at(int threads) const {
 MachineProbe probe_machine(const ProbeOptions& options) {
   MachineProbe m;
   m.isa = active_isa();
+  m.int8_gemm_kernel = active_int8_gemm_kernel_name();
   m.physical_cores = physical_core_count();
   m.llc_bytes = last_level_cache_bytes();
   std::vector<int> counts = options.threads;

@@ -100,9 +100,12 @@ bool avx_vnni_usable() {
   return usable;
 }
 
+std::atomic<bool> g_avx_vnni_allowed{true};
+
 Int8GemmKernel int8_kernel_for(IsaLevel isa) {
   if (isa == IsaLevel::kAvx512) return Int8GemmKernel::kAvx512Vnni;
-  return avx_vnni_usable() ? Int8GemmKernel::kAvxVnni : Int8GemmKernel::kAvx2;
+  return g_avx_vnni_allowed.load() && avx_vnni_usable() ? Int8GemmKernel::kAvxVnni
+                                                        : Int8GemmKernel::kAvx2;
 }
 
 // m >= kGemmMinRows on AVX2 and up with fp32 activations: the blocked GEMM (packed_gemm.h).
@@ -227,6 +230,15 @@ void set_isa_override(std::optional<IsaLevel> level) {
 IsaLevel active_isa() {
   const int level = g_isa_override.load();
   return level < 0 ? best_isa() : static_cast<IsaLevel>(level);
+}
+
+void set_avx_vnni_allowed(bool allowed) {
+  g_avx_vnni_allowed.store(allowed);
+}
+
+const char* active_int8_gemm_kernel_name() {
+  const IsaLevel isa = active_isa();
+  return isa == IsaLevel::kScalar ? "none" : int8_gemm_kernel_name(int8_kernel_for(isa));
 }
 
 const char* gemm_activations_name(GemmActivations act) {

@@ -169,6 +169,13 @@ IsaLevel cpu_isa();  // the best level the CPU supports
 // nullopt = auto. Throws qvl::Error(kUnsupported) for a level this CPU cannot run.
 void set_isa_override(std::optional<IsaLevel> level);
 IsaLevel active_isa();
+// Whether the int8 GEMM below AVX-512 may use AVX-VNNI (256-bit vpdpbusd) on a CPU that has it
+// (default true). False makes an AVX-VNNI or AVX-512 machine at the AVX2 level run exactly what an
+// AVX2-only one runs (`qvl --isa avx2`).
+void set_avx_vnni_allowed(bool allowed);
+// The int8 GEMM kernel matmul uses at the active level, e.g. "avx2", "avx-vnni", "avx512-vnni";
+// "none" at the scalar level.
+const char* active_int8_gemm_kernel_name();
 
 // Activations of the GEMM (m >= 16 rows, SIMD levels) on q8/q4 matrices. kInt8 (default): x is
 // quantized per row and block of 32 as in the decode GEMV and multiplied in integers with the
