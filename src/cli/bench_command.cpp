@@ -25,6 +25,7 @@ struct BenchOptions {
   std::string kv_type;       // empty: f16
   BenchSettings settings;
   double probe_seconds = 0.2;
+  int probe_buffer_mib = 0;  // 0: 4x the last-level cache, at least 64 MiB
   bool probe_only = false;
   bool json = false;
   bool skip_large_image = false;
@@ -44,6 +45,7 @@ void bench(BenchOptions o) {
   // The machine first, before the model's pages compete for memory bandwidth and cache.
   ops::ProbeOptions po;
   po.seconds = o.probe_seconds;
+  po.buffer_bytes = int64_t{o.probe_buffer_mib} << 20;
   po.threads = {1, physical_core_count()};
   for (int t : o.threads) po.threads.push_back(t > 0 ? t : physical_core_count());
   const ops::MachineProbe machine = ops::probe_machine(po);
@@ -126,6 +128,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--probe-seconds", o->probe_seconds,
                   "Time per machine-probe figure and thread count")
       ->capture_default_str();
+  cmd->add_option("--probe-buffer-mib", o->probe_buffer_mib,
+                  "Buffer the machine probe reads for the DRAM bandwidth (default: 4x the "
+                  "last-level cache, at least 64 MiB)")
+      ->check(CLI::Range(0, 16384));
   cmd->add_flag("--probe-only", o->probe_only, "Only measure the machine (no model)");
   cmd->add_flag("--skip-large-image", o->skip_large_image, "Skip the 1024x768 image");
   cmd->add_flag("--json", o->json, "Print one JSON object");

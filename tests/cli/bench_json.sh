@@ -4,7 +4,8 @@
 set -euo pipefail
 QVL=$1 MODEL=$2
 out=$("$QVL" --log-level warn bench -m "$MODEL" --repeats 1 --prompt-tokens 64 --decode-tokens 8 \
-      --skip-large-image --contexts 0,1024 --threads 1,2 --probe-seconds 0.02 --json | tail -1)
+      --skip-large-image --contexts 0,1024 --threads 1,2 --probe-seconds 0.02 \
+      --probe-buffer-mib 512 --json | tail -1)
 probe=$("$QVL" --log-level warn bench --probe-only --probe-seconds 0.02 --json | tail -1)
 # q4 takes a q8 vision tower by default: the report names it and its int8 arithmetic.
 q4=$("$QVL" --log-level warn bench -m "$MODEL" --quant q4 --repeats 1 --prompt-tokens 16 \
@@ -28,7 +29,9 @@ for (const k of ["load_ms", "vision_448x448_ms", "prompt_tok_per_s", "decode_tok
                  "vision_448x448_gflop_per_s", "decode_gb_per_s", "ttft_image_448_floor_ms"])
   positive(r, k);
 if (r.peak_rss_mib_image_and_prompt > r.peak_rss_mib) fail("peak before the contexts above the peak");
-// The machine probe reads a buffer of buffer_mib first; the peaks are those of the tiny model run.
+// The machine probe reads a buffer of buffer_mib first (512 here: well above the peak of the
+// tiny model, ~110 MiB with a 151k-token tokenizer); the peaks are those of the model run.
+if (r.machine.buffer_mib !== 512) fail("buffer_mib");
 if (!(r.peak_rss_mib < r.machine.buffer_mib / 2)) fail("peak_rss_mib holds the probe buffer");
 for (const k of ["decode_pct_of_dram", "decode_pct_of_dram_ctx1k", "prompt_pct_of_peak",
                  "vision_448x448_pct_of_peak", "ttft_image_448_pct_of_floor"])
