@@ -51,6 +51,15 @@ std::optional<kernels::Int8KernelInfo> stored_strip_kernel(Int8GemmKernel kernel
       return info(
           q4 ? kernels::int8_tile_q4s_avxvnni_emulated : kernels::int8_tile_q8s_avxvnni_emulated,
           16, kernels::kInt8AvxVnniXRows);
+    case Int8GemmKernel::kAvx2X7:
+      if (q4) return std::nullopt;
+      return kernels::Int8KernelInfo{kernels::int8_tile_q8s_avx2_x7,
+                                     16,
+                                     kernels::kInt8Avx2X7XRows,
+                                     Int8XLayout::kInt7,
+                                     Int8PanelWeights::kBytes,
+                                     kInt8Depth,
+                                     true};
     default:
       return std::nullopt;
   }
@@ -66,12 +75,13 @@ kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
   const Int8XLayout vnni_x = q8 ? Int8XLayout::kOffset8 : Int8XLayout::kInt8;
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
+    case Int8GemmKernel::kAvx2X7:
     case Int8GemmKernel::kAvx2Gemm5:
     case Int8GemmKernel::kAvx2Gemm6:
       if (q8) {  // int16 strips: half the depth keeps a row block's chunk in L1
         const int64_t depth = kInt8Depth / 2;
-        const auto tile = kernel == Int8GemmKernel::kAvx2 ? kernels::int8_tile_q8_avx2
-                                                          : kernels::int8_tile_q8_avx2_gemm6;
+        const auto tile = kernel == Int8GemmKernel::kAvx2Gemm6 ? kernels::int8_tile_q8_avx2_gemm6
+                                                               : kernels::int8_tile_q8_avx2;
         return {
             tile, 16, kernels::kInt8Avx2Q8XRows, Int8XLayout::kInt16, Int8PanelWeights::kPairs16,
             depth};
@@ -143,6 +153,7 @@ void quantize_x(const float* x, int64_t m, int64_t k, int64_t depth, kernels::In
   const bool offset = layout == kernels::Int8XLayout::kOffset8;
   // int16 x is widened once here, not per tile call for every row block (3% of a q8 GEMM).
   const bool wide = layout == kernels::Int8XLayout::kInt16;
+  const int32_t qmax = layout == kernels::Int8XLayout::kInt7 ? 63 : 127;
   const int64_t nb = k / kCols;
   t_x.q.resize(static_cast<size_t>(m * k));
   t_x.u.resize(offset ? static_cast<size_t>(m * k) : 0);
@@ -159,8 +170,8 @@ void quantize_x(const float* x, int64_t m, int64_t k, int64_t depth, kernels::In
       for (int64_t c0 = 0; c0 < k; c0 += depth) {
         const int64_t width = std::min(depth, k - c0), at = c0 * m + i * width;
         const int64_t blocks = width / kCols, block_at = c0 / kCols * m + i * blocks;
-        kernels::quantize_row_avx2(x + i * k + c0, blocks, q + at, scale + block_at,
-                                   sum + block_at);
+        kernels::quantize_row_to_avx2(x + i * k + c0, blocks, qmax, q + at, scale + block_at,
+                                      sum + block_at);
         if (offset) {
           for (int64_t j = 0; j < width; ++j) u[at + j] = static_cast<uint8_t>(q[at + j] + 128);
         }
@@ -176,6 +187,8 @@ const char* int8_gemm_kernel_name(Int8GemmKernel kernel) {
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
       return "avx2";
+    case Int8GemmKernel::kAvx2X7:
+      return "avx2-x7";
     case Int8GemmKernel::kAvx2Sign:
       return "avx2-sign";
     case Int8GemmKernel::kAvx2Gemm5:
@@ -190,6 +203,10 @@ const char* int8_gemm_kernel_name(Int8GemmKernel kernel) {
       return "avx-vnni-emulated";
   }
   return "?";
+}
+
+int32_t int8_gemm_x_max(Int8GemmKernel kernel, QuantType type) {
+  return kernel == Int8GemmKernel::kAvx2X7 && type == QuantType::kQ8Strips ? 63 : 127;
 }
 
 bool cpu_has_avx_vnni() {
@@ -213,6 +230,7 @@ size_t int8_gemm_scratch_bytes() {
 bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
+    case Int8GemmKernel::kAvx2X7:
     case Int8GemmKernel::kAvx2Sign:
     case Int8GemmKernel::kAvx2Gemm5:
     case Int8GemmKernel::kAvx2Gemm6:
@@ -356,7 +374,9 @@ void int8_gemm_multi(Int8GemmKernel kernel, const float* x, int64_t m, const Mat
   QVL_CHECK(cpu_runs_int8_gemm_kernel(kernel));
   // Below the GEMM's rows (decode) the AVX2 kernel would repack the whole matrix per call for a
   // few rows: the 256-bit VNNI tile with vpdpbusd in AVX2 reads the strips in place instead.
-  if (in_strips(type) && kernel == Int8GemmKernel::kAvx2 && m < kernels::kGemmMinRows) {
+  if (in_strips(type) && m < kernels::kGemmMinRows &&
+      (kernel == Int8GemmKernel::kAvx2 ||
+       (kernel == Int8GemmKernel::kAvx2X7 && type == QuantType::kQ4Strips))) {
     kernel = Int8GemmKernel::kAvxVnniEmulated;
   }
   run_int8_gemm(kernel_info(kernel, type), x, m, outputs, count);
@@ -379,14 +399,14 @@ void int8_gemm_with_tile(Int8GemmKernel kernel, Int8TileFunction tile, const flo
 }
 
 void int8_gemm_reference(const float* x, int64_t m, const PackedMatrix& w, const float* bias,
-                         float* y) {
+                         float* y, int32_t x_max) {
   QVL_CHECK(int8_gemm_type(w.type()));
   const int64_t n = w.rows(), k = w.cols(), nb = k / kCols;
   std::vector<int8_t> q(static_cast<size_t>(k));
   std::vector<float> scale(static_cast<size_t>(nb));
   std::vector<int32_t> sum(static_cast<size_t>(nb));
   for (int64_t i = 0; i < m; ++i) {
-    kernels::quantize_row_scalar(x + i * k, nb, q.data(), scale.data(), sum.data());
+    kernels::quantize_row_to_scalar(x + i * k, nb, x_max, q.data(), scale.data(), sum.data());
     for (int64_t r = 0; r < n; ++r) {
       float acc = 0;
       for (int64_t b = 0; b < nb; ++b) {

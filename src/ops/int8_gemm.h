@@ -5,7 +5,8 @@
 // x is quantized per row and block of 32 exactly as the decode GEMV does (quantize_row_*: int8,
 // scale absmax / 127), weights are used as stored (q8 or q4 with fp16 block scales); each block's
 // dot product is exact in int32 and is scaled by (weight scale * x scale) in fp32. So a row's
-// result equals what the GEMV gives it, up to fp32 summation order.
+// result equals what the GEMV gives it, up to fp32 summation order. The one exception is kAvx2X7
+// (below), which rounds x to 7 bits on stored q8 strips.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +21,14 @@ namespace qvl::ops {
 // kAvx2Sign is the session-4 AVX2 q8 kernel, kAvx2Gemm5 the session-5 AVX2 kernels and kAvx2Gemm6
 // the session-6 ones (int8_gemm_avx2.cpp; its q4 kernel is kAvx2's), the benchmarks' baselines
 // (matmul never picks them either).
+// kAvx2X7 is kAvx2 except on kQ8Strips matrices, which it reads in place with x rounded to
+// [-63, 63] (scale absmax / 63): AVX2 has no exact unsigned x signed byte dot into int32, and 7-bit
+// x keeps vpmaddubsw's int16 pairs from saturating, so 32 multiply-adds take 3 instructions instead
+// of kAvx2's 4, at twice the activation rounding. matmul uses it only where asked to
+// (ActivationPrecision::kFastest: the vision tower) on AVX2 without AVX-VNNI.
 enum class Int8GemmKernel {
   kAvx2,
+  kAvx2X7,
   kAvxVnni,
   kAvx512Vnni,
   kAvxVnniEmulated,
@@ -30,6 +37,9 @@ enum class Int8GemmKernel {
   kAvx2Gemm6
 };
 const char* int8_gemm_kernel_name(Int8GemmKernel kernel);
+// The largest |q| the kernel rounds x to on a matrix of `type`: 63 for kAvx2X7 on kQ8Strips, else
+// 127.
+int32_t int8_gemm_x_max(Int8GemmKernel kernel, QuantType type);
 bool cpu_has_avx_vnni();
 // Whether this CPU can run the kernel (not whether it passed the self-check).
 bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel);
@@ -60,8 +70,8 @@ void int8_gemm_with_tile(Int8GemmKernel kernel, Int8TileFunction tile, const flo
                          const PackedMatrix& w, const float* bias, float* y);
 
 // The same result computed plainly (scalar, one output at a time, blocks summed in order): the
-// oracle for every kernel.
+// oracle for every kernel, with x rounded to [-x_max, x_max] (int8_gemm_x_max).
 void int8_gemm_reference(const float* x, int64_t m, const PackedMatrix& w, const float* bias,
-                         float* y);
+                         float* y, int32_t x_max = 127);
 
 }  // namespace qvl::ops

@@ -86,6 +86,12 @@ void q4_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out);
 // computes bit-identical results.
 void quantize_row_scalar(const float* x, int64_t nb, int8_t* q, float* scale, int32_t* sum);
 void quantize_row_avx2(const float* x, int64_t nb, int8_t* q, float* scale, int32_t* sum);
+// The same to [-qmax, qmax] (1 <= qmax <= 127): scale = absmax / qmax, q = round(x * (qmax /
+// absmax)); qmax 127 is quantize_row_*.
+void quantize_row_to_scalar(const float* x, int64_t nb, int32_t qmax, int8_t* q, float* scale,
+                            int32_t* sum);
+void quantize_row_to_avx2(const float* x, int64_t nb, int32_t qmax, int8_t* q, float* scale,
+                          int32_t* sum);
 
 // Below kGemmMinRows rows matmul runs the kernels above; from it on, a blocked GEMM
 // (packed_gemm.h) or the int8 GEMM (int8_gemm.h).

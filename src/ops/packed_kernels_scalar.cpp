@@ -25,21 +25,27 @@ uint16_t f32_to_f16(float f) {
   return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(value * 0x1p24f)));
 }
 
-void quantize_row_scalar(const float* x, int64_t nb, int8_t* q, float* scale, int32_t* sum) {
+void quantize_row_to_scalar(const float* x, int64_t nb, int32_t qmax, int8_t* q, float* scale,
+                            int32_t* sum) {
+  const auto top = static_cast<float>(qmax);
   for (int64_t b = 0; b < nb; ++b) {
     const float* xb = x + b * kCols;
     float amax = 0;
     for (int64_t j = 0; j < kCols; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
-    const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+    const float inv = amax > 0 ? top / amax : 0.0f;
     int32_t total = 0;
     for (int64_t j = 0; j < kCols; ++j) {
-      const float r = std::fmin(std::fmax(std::nearbyint(xb[j] * inv), -127.0f), 127.0f);
+      const float r = std::fmin(std::fmax(std::nearbyint(xb[j] * inv), -top), top);
       q[b * kCols + j] = static_cast<int8_t>(r);
       total += static_cast<int32_t>(r);
     }
-    scale[b] = amax / 127.0f;
+    scale[b] = amax / top;
     sum[b] = total;
   }
+}
+
+void quantize_row_scalar(const float* x, int64_t nb, int8_t* q, float* scale, int32_t* sum) {
+  quantize_row_to_scalar(x, nb, 127, q, scale, sum);
 }
 
 void bf16_group_scalar(const GroupSpan& w, const void* x, float* out) {

@@ -77,7 +77,7 @@ bool int8_kernel_agrees_with_reference(Int8GemmKernel kernel) {
        {QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips, QuantType::kQ4Strips}) {
     const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
     std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
-    int8_gemm_reference(x.data(), m, packed, nullptr, want.data());
+    int8_gemm_reference(x.data(), m, packed, nullptr, want.data(), int8_gemm_x_max(kernel, type));
     int8_gemm(kernel, x.data(), m, packed, nullptr, got.data());
     float largest = 0;
     for (float v : want) largest = std::max(largest, std::fabs(v));
@@ -100,12 +100,19 @@ bool avx_vnni_usable() {
   return usable;
 }
 
+bool avx2_x7_usable() {
+  static const bool usable = int8_kernel_agrees_with_reference(Int8GemmKernel::kAvx2X7);
+  return usable;
+}
+
 std::atomic<bool> g_avx_vnni_allowed{true};
 
-Int8GemmKernel int8_kernel_for(IsaLevel isa) {
+Int8GemmKernel int8_kernel_for(IsaLevel isa,
+                               ActivationPrecision precision = ActivationPrecision::kInt8) {
   if (isa == IsaLevel::kAvx512) return Int8GemmKernel::kAvx512Vnni;
-  return g_avx_vnni_allowed.load() && avx_vnni_usable() ? Int8GemmKernel::kAvxVnni
-                                                        : Int8GemmKernel::kAvx2;
+  if (g_avx_vnni_allowed.load() && avx_vnni_usable()) return Int8GemmKernel::kAvxVnni;
+  return precision == ActivationPrecision::kFastest && avx2_x7_usable() ? Int8GemmKernel::kAvx2X7
+                                                                        : Int8GemmKernel::kAvx2;
 }
 
 // m >= kGemmMinRows on AVX2 and up with fp32 activations: the blocked GEMM (packed_gemm.h).
@@ -119,18 +126,19 @@ const kernels::GemmKernels& gemm_kernels_for(IsaLevel isa, QuantType type) {
 }
 
 void matmul_on(IsaLevel isa, GemmActivations act, const float* x, int64_t m, const PackedMatrix& w,
-               const float* bias, float* y) {
+               const float* bias, float* y,
+               ActivationPrecision precision = ActivationPrecision::kInt8) {
   if (in_strips(w.type())) {  // stored for the int8 GEMM, whatever m is
     if (isa == IsaLevel::kScalar) {
       int8_gemm_reference(x, m, w, bias, y);
     } else {
-      int8_gemm(int8_kernel_for(isa), x, m, w, bias, y);
+      int8_gemm(int8_kernel_for(isa, precision), x, m, w, bias, y);
     }
     return;
   }
   if (isa != IsaLevel::kScalar && m >= kernels::kGemmMinRows) {
     if (act == GemmActivations::kInt8 && w.type() != QuantType::kBF16) {
-      int8_gemm(int8_kernel_for(isa), x, m, w, bias, y);
+      int8_gemm(int8_kernel_for(isa, precision), x, m, w, bias, y);
     } else {
       kernels::gemm(gemm_kernels_for(isa, w.type()), x, m, w, bias, y);
     }
@@ -284,7 +292,8 @@ const char* matmul_arithmetic_name(MatmulArithmetic arithmetic) {
   return "?";
 }
 
-void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias, float* y) {
+void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias, float* y,
+            ActivationPrecision precision) {
   const profile::StageScope stage(profile::Work::kMatmul);
   if (m <= 0) return;
   if (w.type() == QuantType::kExact) {
@@ -292,7 +301,7 @@ void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias,
     return;
   }
   QVL_CHECK(x != nullptr && y != nullptr && w.bytes() != nullptr);
-  matmul_on(active_isa(), gemm_activations(), x, m, w, bias, y);
+  matmul_on(active_isa(), gemm_activations(), x, m, w, bias, y, precision);
 }
 
 void matmul_multi(const float* x, int64_t m, const MatmulOutput* outputs, size_t count) {

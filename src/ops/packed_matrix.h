@@ -142,10 +142,18 @@ class PackedMatrix {
   AlignedBuffer<uint8_t> owned_;
 };
 
+// How finely the int8 GEMM may round activations. kInt8: to int8 per block of 32 on every kernel,
+// as decode does, so a row has the same value at any batch size (text). kFastest: more coarsely
+// where that is much faster: on AVX2 without AVX-VNNI, stored q8 strips take x rounded to 7 bits
+// (Int8GemmKernel::kAvx2X7: the vision GEMMs 1.27x faster, twice the rounding). For products
+// computed once, whose rows never meet a decode step (the vision tower).
+enum class ActivationPrecision { kInt8, kFastest };
+
 // y[m, w.rows()] = x[m, w.cols()] * W^T (+ bias if not null). Every weight tile is unpacked once
 // per block of x rows and reused for all of them (m == 1 is a streaming GEMV). Threads via
 // ThreadPool::global().
-void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias, float* y);
+void matmul(const float* x, int64_t m, const PackedMatrix& w, const float* bias, float* y,
+            ActivationPrecision precision = ActivationPrecision::kInt8);
 
 // Several matrices applied to the same x: y = x * W^T (+ bias) for each output, bit-identical to
 // separate matmul calls. Matrices with the same type and cols on the int8 GEMM (strips at any m;
@@ -174,7 +182,8 @@ IsaLevel active_isa();
 // AVX2-only one runs (`qvl --isa avx2`).
 void set_avx_vnni_allowed(bool allowed);
 // The int8 GEMM kernel matmul uses at the active level, e.g. "avx2", "avx-vnni", "avx512-vnni";
-// "none" at the scalar level.
+// "none" at the scalar level. (ActivationPrecision::kFastest products may use kAvx2X7 instead of
+// "avx2".)
 const char* active_int8_gemm_kernel_name();
 
 // Activations of the GEMM (m >= 16 rows, SIMD levels) on q8/q4 matrices. kInt8 (default): x is
