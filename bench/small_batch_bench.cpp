@@ -169,11 +169,13 @@ const int registered = [] {
   if (const char* threads = std::getenv("QVL_BENCH_THREADS")) {
     qvl::ThreadPool::set_global_threads(std::atoi(threads));
   }
-  // QVL_BENCH_ISA=avx2 (or scalar): matmul's kernels of that level on a better CPU.
+  // QVL_BENCH_ISA=avx2 (or scalar): matmul's kernels of that level on a better CPU, without
+  // AVX-VNNI (as qvl --isa avx2: what an AVX2-only CPU runs).
   if (const char* isa = std::getenv("QVL_BENCH_ISA")) {
     for (auto level : {qvl::ops::IsaLevel::kScalar, qvl::ops::IsaLevel::kAvx2}) {
       if (std::string(isa) == qvl::ops::isa_level_name(level)) qvl::ops::set_isa_override(level);
     }
+    qvl::ops::set_avx_vnni_allowed(false);
   }
   const int batch[] = {1, 2, 3, 4, 6, 8};
   if (qvl::ops::best_isa() != qvl::ops::IsaLevel::kScalar) {

@@ -372,11 +372,18 @@ void int8_gemm_multi(Int8GemmKernel kernel, const float* x, int64_t m, const Mat
   const QuantType type = outputs[0].w->type();
   QVL_CHECK(int8_gemm_type(type));
   QVL_CHECK(cpu_runs_int8_gemm_kernel(kernel));
-  // Below the GEMM's rows (decode) the AVX2 kernel would repack the whole matrix per call for a
-  // few rows: the 256-bit VNNI tile with vpdpbusd in AVX2 reads the strips in place instead.
-  if (in_strips(type) && m < kernels::kGemmMinRows &&
-      (kernel == Int8GemmKernel::kAvx2 ||
-       (kernel == Int8GemmKernel::kAvx2X7 && type == QuantType::kQ4Strips))) {
+  // Below the GEMM's rows (decode) the AVX2 kernels would repack the whole matrix per call for a
+  // few rows: the 256-bit VNNI tile reads the strips in place instead, with vpdpbusd emulated
+  // exactly in AVX2 (q8), or for q4 nibbles by vpmaddubsw + vpmaddwd.
+  const bool avx2 = kernel == Int8GemmKernel::kAvx2 || kernel == Int8GemmKernel::kAvx2X7;
+  if (avx2 && type == QuantType::kQ4Strips && m < kernels::kGemmMinRows) {
+    kernels::Int8KernelInfo info = kernel_info(Int8GemmKernel::kAvxVnniEmulated, type);
+    info.tile = kernels::int8_tile_q4s_avx2;
+    run_int8_gemm(info, x, m, outputs, count);
+    return;
+  }
+  if (kernel == Int8GemmKernel::kAvx2 && type == QuantType::kQ8Strips &&
+      m < kernels::kGemmMinRows) {
     kernel = Int8GemmKernel::kAvxVnniEmulated;
   }
   run_int8_gemm(kernel_info(kernel, type), x, m, outputs, count);
