@@ -120,8 +120,9 @@ struct Q8Pairs {
   "vpaddd %%ymm15, %%ymm" #a1 ", %%ymm" #a1 "\n\t"          \
   ".endif\n\t"                                              \
   ".endif\n\t"
-#define QVL_Q8_SCALE(row, a0, a1, xs, c)                    \
-  ".if " #row " < %c[rows]\n\t"                             \
+// c[0..16) of a row = fma(float(dot), w scale * x scale, c): dots in ymm a0/a1, the weight
+// scales in ymm12/13, the x scale at xs (also used by StoredQ8X7Asm below).
+#define QVL_SCALE_INTO_C(a0, a1, xs, c)                     \
   "vbroadcastss " xs ", %%ymm14\n\t"                        \
   "vmulps %%ymm14, %%ymm12, %%ymm15\n\t"                     \
   "vcvtdq2ps %%ymm" #a0 ", %%ymm" #a0 "\n\t"                \
@@ -130,7 +131,10 @@ struct Q8Pairs {
   "vmulps %%ymm14, %%ymm13, %%ymm15\n\t"                     \
   "vcvtdq2ps %%ymm" #a1 ", %%ymm" #a1 "\n\t"                \
   "vfmadd213ps 32" c ", %%ymm15, %%ymm" #a1 "\n\t"          \
-  "vmovups %%ymm" #a1 ", 32" c "\n\t"                       \
+  "vmovups %%ymm" #a1 ", 32" c "\n\t"
+#define QVL_Q8_SCALE(row, a0, a1, xs, c)                    \
+  ".if " #row " < %c[rows]\n\t"                             \
+  QVL_SCALE_INTO_C(a0, a1, xs, c)                           \
   ".endif\n\t"
 // clang-format on
 
@@ -303,15 +307,7 @@ struct EmulatedVpdpbusd {
   "vpbroadcastd 4*" #row "(%[fix]), %%ymm14\n\t"            \
   "vpaddd %%ymm14, %%ymm" #a0 ", %%ymm" #a0 "\n\t"          \
   "vpaddd %%ymm14, %%ymm" #a1 ", %%ymm" #a1 "\n\t"          \
-  "vbroadcastss 32+4*" #row "(%[fix]), %%ymm14\n\t"         \
-  "vmulps %%ymm14, %%ymm12, %%ymm15\n\t"                     \
-  "vcvtdq2ps %%ymm" #a0 ", %%ymm" #a0 "\n\t"                \
-  "vfmadd213ps " c ", %%ymm15, %%ymm" #a0 "\n\t"            \
-  "vmovups %%ymm" #a0 ", " c "\n\t"                         \
-  "vmulps %%ymm14, %%ymm13, %%ymm15\n\t"                     \
-  "vcvtdq2ps %%ymm" #a1 ", %%ymm" #a1 "\n\t"                \
-  "vfmadd213ps 32" c ", %%ymm15, %%ymm" #a1 "\n\t"          \
-  "vmovups %%ymm" #a1 ", 32" c "\n\t"                       \
+  QVL_SCALE_INTO_C(a0, a1, "32+4*" #row "(%[fix])", c)      \
   ".endif\n\t"
 // clang-format on
 
@@ -371,6 +367,7 @@ struct StoredQ8X7Asm {
 };
 #undef QVL_X7_ROW
 #undef QVL_X7_SCALE
+#undef QVL_SCALE_INTO_C
 
 // vpdpbusd where the unsigned operand is a nibble (q + 8 <= 15): vpmaddubsw's int16 pairs are at
 // most 2 * 15 * 128, exact, so it and vpmaddwd by ones give vpdpbusd's sums in 3 instructions

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "int8_gemm_test_util.h"
 #include "isa_test_util.h"
 #include "ops/packed_kernels.h"
 #include "ops/packed_matrix.h"
@@ -18,22 +19,9 @@ namespace {
 
 using testing::random_vector;
 
-struct Problem {
-  int64_t n, k, m;
-};
-
-// The oracle's fp32 sums and a kernel's differ only in order and fma rounding: per output at most
-// a few ulps of the sum of |term| over blocks, which sum |w| * |x| (dequantized w, fp32 x) bounds
-// within the activation rounding.
-double summation_bound(const std::vector<float>& wd, const std::vector<float>& x, int64_t k,
-                       int64_t i, int64_t r) {
-  double s = 0;
-  for (int64_t j = 0; j < k; ++j) {
-    s += std::fabs(static_cast<double>(wd[static_cast<size_t>(r * k + j)]) *
-                   x[static_cast<size_t>(i * k + j)]);
-  }
-  return 4e-6 * s + 1e-6;
-}
+using testing::dequantized;
+using testing::Problem;
+using testing::summation_bound;
 
 // got and want ([m, n] of problem p) bit for bit, naming the first output that differs.
 void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want,
@@ -56,12 +44,6 @@ Inputs random_inputs(const Problem& p, uint32_t seed, size_t outlier_every, floa
             random_vector(static_cast<size_t>(p.n), seed + 2, 1.0f)};
   for (size_t j = 0; j < in.x.size(); j += outlier_every) in.x[j] *= outlier_scale;
   return in;
-}
-
-std::vector<float> dequantized(const PackedMatrix& w) {
-  std::vector<float> wd(static_cast<size_t>(w.rows() * w.cols()));
-  for (int64_t r = 0; r < w.rows(); ++r) w.row_to_f32(r, wd.data() + r * w.cols());
-  return wd;
 }
 
 class Int8GemmKernels : public ::testing::TestWithParam<Int8GemmKernel> {

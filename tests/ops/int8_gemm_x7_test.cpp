@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "int8_gemm_test_util.h"
 #include "isa_test_util.h"
 #include "ops/int8_gemm.h"
 #include "ops/packed_kernels.h"
@@ -16,9 +17,9 @@ namespace {
 
 using testing::random_vector;
 
-struct Problem {
-  int64_t n, k, m;
-};
+using testing::dequantized;
+using testing::Problem;
+using testing::summation_bound;
 
 class Int8GemmX7 : public ::testing::Test {
  protected:
@@ -31,23 +32,6 @@ class Int8GemmX7 : public ::testing::Test {
 
 PackedMatrix pack(const std::vector<float>& w, const Problem& p, QuantType type) {
   return PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), p.n, p.k}, type);
-}
-
-std::vector<float> dequantized(const PackedMatrix& w) {
-  std::vector<float> wd(static_cast<size_t>(w.rows() * w.cols()));
-  for (int64_t r = 0; r < w.rows(); ++r) w.row_to_f32(r, wd.data() + r * w.cols());
-  return wd;
-}
-
-// fp32 summation order and fma rounding only (as in int8_gemm_test.cpp).
-double summation_bound(const std::vector<float>& wd, const std::vector<float>& x, int64_t k,
-                       int64_t i, int64_t r) {
-  double s = 0;
-  for (int64_t j = 0; j < k; ++j) {
-    s += std::fabs(static_cast<double>(wd[static_cast<size_t>(r * k + j)]) *
-                   x[static_cast<size_t>(i * k + j)]);
-  }
-  return 4e-6 * s + 1e-6;
 }
 
 TEST_F(Int8GemmX7, MatchesTheSevenBitOracleOnEveryTail) {
