@@ -1,8 +1,7 @@
-// Decode GEMV (m = 1) kernel A/B on cold weights: BM_GemvKernel/<impl>/<shape>/<type> runs a run
+// Decode GEMV (m = 1) kernels on cold weights: BM_GemvKernel/<shape>/<type> runs the AVX2 run
 // kernel over a whole 2B-shaped matrix with all pool threads, split as small_batch_matmul splits
 // it (runs of kMaxRunGroups groups), on rotating copies that do not fit the cache, as decode reads
-// them. impl = current (the kernels matmul uses) or session6 (the former AVX2 kernels: 2 fp32
-// lanes per row). Counters: pct_dram (weight bytes per second against BM_DramRead's all-thread
+// them. To A/B a change, run this benchmark from a build of each commit (see README). Counters: pct_dram (weight bytes per second against BM_DramRead's all-thread
 // rate, see gemv_bench.cpp: measured separately, so compare rows of the same run), load1.
 #include <benchmark/benchmark.h>
 
@@ -70,17 +69,13 @@ const int registered = [] {
                           {"gate_up_6144x2048", QuantType::kQ8, 6144, 2048},
                           {"lm_head_151936x2048", QuantType::kQ8, 151936, 2048}};
   for (const Shape& s : shapes) {
-    for (const bool current : {false, true}) {
-      const bool q4 = s.type == QuantType::kQ4;
-      const kernels::QuantRunKernel kernel =
-          current ? (q4 ? kernels::q4_run_avx2 : kernels::q8_run_avx2)
-                  : (q4 ? kernels::q4_run_avx2_session6 : kernels::q8_run_avx2_session6);
-      const std::string name = std::string("BM_GemvKernel/") + (current ? "current" : "session6") +
-                               "/" + s.what + "/" + qvl::ops::quant_type_name(s.type);
-      benchmark::RegisterBenchmark(name.c_str(), BM_GemvKernel, kernel, s.type, s.rows, s.cols)
-          ->UseRealTime()
-          ->Unit(benchmark::kMicrosecond);
-    }
+    const kernels::QuantRunKernel kernel =
+        s.type == QuantType::kQ4 ? kernels::q4_run_avx2 : kernels::q8_run_avx2;
+    const std::string name =
+        std::string("BM_GemvKernel/") + s.what + "/" + qvl::ops::quant_type_name(s.type);
+    benchmark::RegisterBenchmark(name.c_str(), BM_GemvKernel, kernel, s.type, s.rows, s.cols)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
   }
   return 0;
 }();

@@ -194,9 +194,7 @@ const int registered = [] {
   for (const Shape& s : prompt_shapes) {
     for (QuantType t : {QuantType::kQ8, QuantType::kQ4}) {
       for (auto kernel :
-           {qvl::ops::Int8GemmKernel::kAvx2Sign, qvl::ops::Int8GemmKernel::kAvx2Gemm5,
-            qvl::ops::Int8GemmKernel::kAvx2Gemm6, qvl::ops::Int8GemmKernel::kAvx2,
-            qvl::ops::Int8GemmKernel::kAvxVnni, qvl::ops::Int8GemmKernel::kAvx512Vnni}) {
+           {qvl::ops::Int8GemmKernel::kAvx2, qvl::ops::Int8GemmKernel::kAvxVnni, qvl::ops::Int8GemmKernel::kAvx512Vnni}) {
         if (!qvl::ops::cpu_runs_int8_gemm_kernel(kernel)) continue;
         for (int threads : {1, 2}) {
           const std::string name =
@@ -227,8 +225,7 @@ const int registered = [] {
   }
   // Vision tower shapes (q8: the tower of the default q4 file) at a 448x448 image's 784 patches:
   // qkv, attention proj, MLP fc1, MLP fc2, and the mergers' fc1 / fc2 at its 196 tokens in their
-  // two row chunks of 98; the session-6 AVX2 q8 kernel, the current ones on q8 (repacked per
-  // call) and on q8-strips (as the tower stores them: read in place by the VNNI kernels and by
+  // two row chunks of 98; the kernels on q8 (repacked per call) and on q8-strips (as the tower stores them: read in place by the VNNI kernels and by
   // avx2-x7, the AVX2 tower's kernel with 7-bit x).
   struct VisionShape {
     const char* what;
@@ -239,12 +236,10 @@ const int registered = [] {
       {"vision_fc1_4096x1024", 784, 4096, 1024}, {"vision_fc2_1024x4096", 784, 1024, 4096},
       {"merger_fc1_4096x4096", 98, 4096, 4096},  {"merger_fc2_2048x4096", 98, 2048, 4096}};
   for (const VisionShape& s : vision_shapes) {
-    for (auto kernel : {qvl::ops::Int8GemmKernel::kAvx2Gemm6, qvl::ops::Int8GemmKernel::kAvx2,
-                        qvl::ops::Int8GemmKernel::kAvx2X7, qvl::ops::Int8GemmKernel::kAvxVnni,
+    for (auto kernel : {qvl::ops::Int8GemmKernel::kAvx2, qvl::ops::Int8GemmKernel::kAvx2X7, qvl::ops::Int8GemmKernel::kAvxVnni,
                         qvl::ops::Int8GemmKernel::kAvx512Vnni}) {
       if (!qvl::ops::cpu_runs_int8_gemm_kernel(kernel)) continue;
       for (QuantType t : {QuantType::kQ8, QuantType::kQ8Strips}) {
-        if (kernel == qvl::ops::Int8GemmKernel::kAvx2Gemm6 && t == QuantType::kQ8Strips) continue;
         if (kernel == qvl::ops::Int8GemmKernel::kAvx2X7 && t == QuantType::kQ8) continue;
         for (int threads : {1, 2}) {
           const std::string name = std::string("BM_Int8Gemm/") + s.what + "/m" +

@@ -1,12 +1,10 @@
 // Small batches below the GEMM (m = 1..8 rows of x, the decode step of m running streams) at
 // Qwen3-VL-2B shapes, as int8 dot throughput against the machine's int8 peak.
 //
-// BM_SmallBatchKernel/<impl>/<type>/m<m>: one thread runs the q4/q8 run kernels over a
+// BM_SmallBatchKernel/<type>/m<m>: one thread runs the AVX2 q4/q8 run kernels over a
 // 6144 x 2048 matrix (L3-resident: the arithmetic, not DRAM, sets the pace) the way
-// small_batch_matmul does (each pair of groups of 4 weight rows against all m rows of x), with
-// baseline = the session-6 AVX2 kernels (2 fp32 lanes per row, half-block sums; 2 groups x 4 x rows
-// per call, as matmul called them) or current (the kernels matmul uses: the int8 GEMM's arithmetic
-// per row, the whole batch in one call).
+// small_batch_matmul does (each pair of groups of 4 weight rows against all m rows of x, the whole
+// batch in one call). A/B against another commit by running each commit's build (see README).
 // BM_SmallBatchMatmul/<shape>/<type>/m<m>: ops::matmul with all pool threads on cold weights
 // (rotating copies > the cache, as decode reads them; q8 against q8-strips: the GEMV and small
 // batch kernels against the int8 GEMM's stored-strip tile on the same values); BM_SmallBatchGemm
@@ -179,26 +177,16 @@ const int registered = [] {
   }
   const int batch[] = {1, 2, 3, 4, 6, 8};
   if (qvl::ops::best_isa() != qvl::ops::IsaLevel::kScalar) {
-    struct Impl {
-      const char* name;
-      kernels::QuantRunKernel q8, q4;
-      int groups_per_call, rows_per_call;  // as small_batch_matmul calls them
-    };
-    const Impl impls[] = {
-        {"baseline", kernels::q8_run_avx2_session6, kernels::q4_run_avx2_session6, 2, 4},
-        {"current", kernels::q8_run_avx2, kernels::q4_run_avx2, kernels::kMaxRunBatchGroups,
-         kernels::kMaxRunXRows}};
     for (QuantType t : {QuantType::kQ4, QuantType::kQ8}) {
       for (int m : batch) {
-        for (const Impl& impl : impls) {
-          const std::string name = std::string("BM_SmallBatchKernel/") + impl.name + "/" +
-                                   qvl::ops::quant_type_name(t) + "/m" + std::to_string(m);
-          benchmark::RegisterBenchmark(name.c_str(), BM_SmallBatchKernel,
-                                       t == QuantType::kQ4 ? impl.q4 : impl.q8,
-                                       impl.groups_per_call, impl.rows_per_call, t, m)
-              ->Unit(benchmark::kMillisecond)
-              ->ComputeStatistics("max", max_of);  // the least disturbed rate on a busy machine
-        }
+        const std::string name = std::string("BM_SmallBatchKernel/") +
+                                 qvl::ops::quant_type_name(t) + "/m" + std::to_string(m);
+        benchmark::RegisterBenchmark(
+            name.c_str(), BM_SmallBatchKernel,
+            t == QuantType::kQ4 ? kernels::q4_run_avx2 : kernels::q8_run_avx2,
+            kernels::kMaxRunBatchGroups, kernels::kMaxRunXRows, t, m)
+            ->Unit(benchmark::kMillisecond)
+            ->ComputeStatistics("max", max_of);  // the least disturbed rate on a busy machine
       }
     }
   }

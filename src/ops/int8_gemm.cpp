@@ -76,25 +76,12 @@ kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
     case Int8GemmKernel::kAvx2X7:
-    case Int8GemmKernel::kAvx2Gemm5:
-    case Int8GemmKernel::kAvx2Gemm6:
       if (q8) {  // int16 strips: half the depth keeps a row block's chunk in L1
-        const int64_t depth = kInt8Depth / 2;
-        const auto tile = kernel == Int8GemmKernel::kAvx2Gemm6 ? kernels::int8_tile_q8_avx2_gemm6
-                                                               : kernels::int8_tile_q8_avx2;
-        return {
-            tile, 16, kernels::kInt8Avx2Q8XRows, Int8XLayout::kInt16, Int8PanelWeights::kPairs16,
-            depth};
-      }
-      if (kernel == Int8GemmKernel::kAvx2Gemm5) {
-        return {kernels::int8_tile_q4_avx2_gemm5, 16, kernels::kInt8Avx2XRows, Int8XLayout::kInt8,
-                Int8PanelWeights::kBytes};
+        return {kernels::int8_tile_q8_avx2, 16, kernels::kInt8Avx2Q8XRows, Int8XLayout::kInt16,
+                Int8PanelWeights::kPairs16, kInt8Depth / 2};
       }
       return {kernels::int8_tile_q4_avx2, 16, kernels::kInt8Avx2Q4XRows, Int8XLayout::kInt8,
               Int8PanelWeights::kBytes};
-    case Int8GemmKernel::kAvx2Sign:
-      return {q8 ? kernels::int8_tile_q8_avx2_sign : kernels::int8_tile_q4_avx2_gemm5, 16,
-              kernels::kInt8Avx2XRows, Int8XLayout::kInt8, Int8PanelWeights::kBytes};
     case Int8GemmKernel::kAvxVnni:
       return {q8 ? kernels::int8_tile_q8_avxvnni : kernels::int8_tile_q4_avxvnni, 16,
               kernels::kInt8AvxVnniXRows, vnni_x, Int8PanelWeights::kBytes};
@@ -189,12 +176,6 @@ const char* int8_gemm_kernel_name(Int8GemmKernel kernel) {
       return "avx2";
     case Int8GemmKernel::kAvx2X7:
       return "avx2-x7";
-    case Int8GemmKernel::kAvx2Sign:
-      return "avx2-sign";
-    case Int8GemmKernel::kAvx2Gemm5:
-      return "avx2-gemm5";
-    case Int8GemmKernel::kAvx2Gemm6:
-      return "avx2-gemm6";
     case Int8GemmKernel::kAvxVnni:
       return "avx-vnni";
     case Int8GemmKernel::kAvx512Vnni:
@@ -231,9 +212,6 @@ bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
   switch (kernel) {
     case Int8GemmKernel::kAvx2:
     case Int8GemmKernel::kAvx2X7:
-    case Int8GemmKernel::kAvx2Sign:
-    case Int8GemmKernel::kAvx2Gemm5:
-    case Int8GemmKernel::kAvx2Gemm6:
     case Int8GemmKernel::kAvxVnniEmulated:
       return cpu_isa() != IsaLevel::kScalar;
     case Int8GemmKernel::kAvxVnni:

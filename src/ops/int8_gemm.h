@@ -18,9 +18,6 @@ namespace qvl::ops {
 // Micro-kernels. kAvx2 needs AVX2 (+FMA, F16C); kAvxVnni also the 256-bit vpdpbusd (Alder Lake and
 // later, Zen 5); kAvx512Vnni the IsaLevel::kAvx512 set. kAvxVnniEmulated is the kAvxVnni code with
 // vpdpbusd emulated in AVX2, for tests on CPUs without AVX-VNNI (matmul never picks it).
-// kAvx2Sign is the session-4 AVX2 q8 kernel, kAvx2Gemm5 the session-5 AVX2 kernels and kAvx2Gemm6
-// the session-6 ones (int8_gemm_avx2.cpp; its q4 kernel is kAvx2's), the benchmarks' baselines
-// (matmul never picks them either).
 // kAvx2X7 is kAvx2 except on kQ8Strips matrices, which it reads in place with x rounded to
 // [-63, 63] (scale absmax / 63): AVX2 has no exact unsigned x signed byte dot into int32, and 7-bit
 // x keeps vpmaddubsw's int16 pairs from saturating, so 32 multiply-adds take 3 instructions instead
@@ -31,10 +28,7 @@ enum class Int8GemmKernel {
   kAvx2X7,
   kAvxVnni,
   kAvx512Vnni,
-  kAvxVnniEmulated,
-  kAvx2Sign,
-  kAvx2Gemm5,
-  kAvx2Gemm6
+  kAvxVnniEmulated
 };
 const char* int8_gemm_kernel_name(Int8GemmKernel kernel);
 // The largest |q| the kernel rounds x to on a matrix of `type`: 63 for kAvx2X7 on kQ8Strips, else

@@ -4,7 +4,7 @@
 //       is at most 2 * 127 * 127, and no operand needs a sign fix-up. AVX2 has no 8-bit multiply
 //       that sums into int32, so vpmaddwd (16 products per instruction) matches the throughput of
 //       vpmaddubsw + vpmaddwd (32 per two) and leaves the other two vector pipes to the vpaddd.
-//       Measured on Zen 3 (session 7): 2 vpmaddwd + 2 vpaddd per 32 multiply-adds run at ~84% of
+//       Measured on Zen 3 (2026-11): 2 vpmaddwd + 2 vpaddd per 32 multiply-adds run at ~84% of
 //       the probe's vpmaddubsw + vpmaddwd + vpaddd rate (4 ops filling 4 pipes; presumably some
 //       vpaddd issue on the multiply pipes), whatever the tile (2 or 4 weight vectors x 3-6 rows)
 //       or the order; x broadcasts cost no more than plain loads. Every exact q8 x q8 form
@@ -14,10 +14,7 @@
 //       3810, so the 8 steps of a block (30480) are summed in int16 and widened once per block;
 //       the offset is taken off as 8 * sum(x) of the block. One vpmaddubsw + vpaddw per 32
 //       multiply-adds needs no vpmaddwd in the loop, so 6 rows (12 accumulators) are taken at
-//       once; the session-5 kernel (4 rows, accumulators not pinned) is kept as a baseline.
-//   q8 by the sign trick (the former kernel, kept as the benchmarks' baseline): vpmaddubsw(|x|,
-//       sign(w, x)) + vpmaddwd every step. vpsignb/vpabsb share Zen 3's multiply pipes, which
-//       held it near 60% of the vpmaddubsw + vpmaddwd peak.
+//       once, pinned to registers.
 // Per block of 32 columns the int32 dot products are scaled by (weight scale * x scale) and added
 // to the fp32 outputs in c (there are not enough registers to keep them, so c stays in L1). Every
 // x row goes through the same instructions whatever R and its place in the tile.
@@ -68,37 +65,8 @@ inline void scale_into_c(const float* xscale, int64_t ldxs, float* __restrict c,
   }
 }
 
-// q8 on the int16 panel: per block 16 steps of 2 columns, vpmaddwd + vpaddd per product vector.
-struct Q8Pairs {
-  static constexpr Int8PanelWeights kWeights = Int8PanelWeights::kPairs16;
-  template <int R>
-  static void run(const Int8Tile& t) {
-    constexpr int64_t block_bytes = int8_strip_block_bytes(kNr, kWeights);
-    for (int64_t b = 0; b < t.nblocks; ++b) {
-      const uint8_t* block = t.strip + b * block_bytes;
-      const int16_t* xb = t.xw + b * 32;
-      __m256i acc[R][2];
-      for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-      for (int pair = 0; pair < 16; ++pair) {
-        const __m256i w0 = load(block + pair * 64), w1 = load(block + pair * 64 + 32);
-#pragma GCC unroll 6
-        for (int i = 0; i < R; ++i) {
-          const __m256i xs = broadcast4(xb + i * t.ldx + pair * 2);
-          acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(w0, xs));
-          acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(w1, xs));
-          keep_in_register(acc[i][0]);
-          keep_in_register(acc[i][1]);
-        }
-      }
-      scale_into_c<R>(t.xscale + b, t.ldxs, t.c, t.ldc,
-                      reinterpret_cast<const float*>(block + 64 * kNr), acc);
-    }
-  }
-};
-
-// The same products and fp32 updates as Q8Pairs, each block in assembly: GCC copied or spilled
-// the twelve accumulators of the intrinsics version and compiled its scale step through the
+// q8 on the int16 panel: per block 16 steps of 2 columns, vpmaddwd + vpaddd per product vector,
+// each block in assembly: GCC copied or spilled the twelve accumulators of an intrinsics version and compiled its scale step through the
 // stack. Registers: ymm0-11 the accumulators of rows 0-5 (two per row), ymm12/13 the weight pair
 // vectors, ymm15 the broadcast x pair, which its second product overwrites, ymm14 the first
 // product. The first pair writes the accumulators instead of adding to zero. Then, as
@@ -206,18 +174,16 @@ void byte_tile_block(const Int8Tile& t, int64_t b, __m256i (&acc)[Step::kRows][2
                   reinterpret_cast<const float*>(block + 32 * kNr), acc);
 }
 
-// Pinned: the accumulators stay in registers (the session-5 kernel was not, and GCC spilled every
-// product of a block to the stack before summing them).
-template <int R, bool Pinned>
-struct Q4NibbleStep {
+// The accumulators are pinned to registers: otherwise GCC spills every product of a block to the
+// stack before summing them.
+template <int R>
+struct Q4Step {
   static constexpr int kRows = R;
   static void step(__m256i (&acc)[2], __m256i w0, __m256i w1, __m256i xs) {
     acc[0] = _mm256_add_epi16(acc[0], _mm256_maddubs_epi16(w0, xs));
     acc[1] = _mm256_add_epi16(acc[1], _mm256_maddubs_epi16(w1, xs));
-    if constexpr (Pinned) {
-      keep_in_register(acc[0]);
-      keep_in_register(acc[1]);
-    }
+    keep_in_register(acc[0]);
+    keep_in_register(acc[1]);
   }
   static void finish(__m256i (&acc)[2], int32_t xsum) {
     const __m256i ones = _mm256_set1_epi16(1), offset = _mm256_set1_epi32(8 * xsum);
@@ -225,24 +191,6 @@ struct Q4NibbleStep {
     acc[1] = _mm256_sub_epi32(_mm256_madd_epi16(acc[1], ones), offset);
   }
 };
-
-template <int R>
-struct Q8SignStep {
-  static constexpr int kRows = R;
-  static void step(__m256i (&acc)[2], __m256i w0, __m256i w1, __m256i xs) {
-    const __m256i ones = _mm256_set1_epi16(1), xa = _mm256_abs_epi8(xs);
-    acc[0] = _mm256_add_epi32(
-        acc[0], _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(w0, xs)), ones));
-    acc[1] = _mm256_add_epi32(
-        acc[1], _mm256_madd_epi16(_mm256_maddubs_epi16(xa, _mm256_sign_epi8(w1, xs)), ones));
-  }
-  static void finish(__m256i (&)[2], int32_t) {}
-};
-
-template <int R>
-using Q4Step = Q4NibbleStep<R, true>;
-template <int R>
-using Q4StepGemm5 = Q4NibbleStep<R, false>;
 
 template <template <int> class Step>
 struct ByteTile {
@@ -405,17 +353,8 @@ void int8_tile_q4s_avxvnni_emulated(const Int8Tile& t) {
 void int8_tile_q8_avx2(const Int8Tile& t) {
   run_rows<Q8PairsAsm, kInt8Avx2Q8XRows>(t);
 }
-void int8_tile_q8_avx2_gemm6(const Int8Tile& t) {
-  run_rows<Q8Pairs, kInt8Avx2Q8XRows>(t);
-}
 void int8_tile_q4_avx2(const Int8Tile& t) {
   run_rows<ByteTile<Q4Step>, kInt8Avx2Q4XRows>(t);
-}
-void int8_tile_q8_avx2_sign(const Int8Tile& t) {
-  run_rows<ByteTile<Q8SignStep>, kInt8Avx2XRows>(t);
-}
-void int8_tile_q4_avx2_gemm5(const Int8Tile& t) {
-  run_rows<ByteTile<Q4StepGemm5>, kInt8Avx2XRows>(t);
 }
 
 }  // namespace qvl::ops::kernels

@@ -74,15 +74,9 @@ struct Int8KernelInfo {
 };
 
 // AVX2: q8 by vpmaddwd on int16 weights and x (kPairs16, kInt16), q4 by vpmaddubsw(nibble, x)
-// summed in 16 bit over a block (see int8_gemm_avx2.cpp). Baselines for the benchmarks:
-// int8_tile_q8_avx2_sign is the session-4 q8 kernel, vpmaddubsw(|x|, sign(w, x)) + vpmaddwd on the
-// byte panel; int8_tile_q4_avx2_gemm5 the session-5 q4 kernel (4 rows; GCC spilled its sums);
-// int8_tile_q8_avx2_gemm6 the session-6 q8 kernel (int8_tile_q8_avx2's products in intrinsics).
+// summed in 16 bit over a block (see int8_gemm_avx2.cpp).
 void int8_tile_q8_avx2(const Int8Tile& t);
 void int8_tile_q4_avx2(const Int8Tile& t);
-void int8_tile_q8_avx2_sign(const Int8Tile& t);
-void int8_tile_q4_avx2_gemm5(const Int8Tile& t);
-void int8_tile_q8_avx2_gemm6(const Int8Tile& t);
 // AVX2 on stored q8 strips in place with 7-bit x (Int8XLayout::kInt7): vpmaddubsw(q + 128, x),
 // whose int16 pairs cannot saturate (255 * 63 * 2 < 32768), then vpmaddwd by ones and vpaddd: 3
 // instructions per 32 multiply-adds instead of 4 (int8_gemm_avx2.cpp), less 128 * sum(x).
@@ -127,7 +121,6 @@ void int8_repack_avx2(const Int8RepackSource& src, int64_t g0, int64_t strips, i
 // dst[j] = src[j] for j < n (n a multiple of 32): x widened for Int8XLayout::kInt16.
 void int8_widen_avx2(const int8_t* src, int64_t n, int16_t* dst);
 
-inline constexpr int64_t kInt8Avx2XRows = 4;
 inline constexpr int64_t kInt8Avx2Q4XRows = 6;
 inline constexpr int64_t kInt8Avx2Q8XRows = 6;
 inline constexpr int64_t kInt8AvxVnniXRows = 6;

@@ -73,10 +73,6 @@ void q4_run_scalar(const GroupRun& w, const QuantX& x, int nx, float* out);
 void bf16_run_avx2(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out);
 void q8_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out);
 void q4_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out);
-// The session-6 AVX2 q8/q4 kernels (2 fp32 lanes per row, half-block sums): benchmark baselines
-// only (packed_gemv_avx2_session6.cpp), never picked by matmul.
-void q8_run_avx2_session6(const GroupRun& w, const QuantX& x, int nx, float* out);
-void q4_run_avx2_session6(const GroupRun& w, const QuantX& x, int nx, float* out);
 void bf16_run_avx512(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out);
 void q8_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out);
 void q4_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out);

@@ -214,30 +214,10 @@ TEST_P(Int8GemmKernels, StoredStripsGiveTheBitsOfTheirGroupsAtAnyM) {
   }
 }
 
-TEST(Int8GemmAvx2Q8, AssemblyTileGivesTheBitsOfTheSession6Kernel) {
-  // The q8 tile in assembly (kAvx2) and the intrinsics tile it replaced (kAvx2Gemm6) compute the
-  // same int32 block dots and fp32 updates: equal bits on odd n (partial strips and row blocks),
-  // depths with chunk tails, and every x-row tail of the 6-row tile (m = 16..21).
-  if (!cpu_runs_int8_gemm_kernel(Int8GemmKernel::kAvx2)) GTEST_SKIP() << "no AVX2";
-  const Problem problems[] = {{37, 288, 16}, {77, 1120, 17}, {16, 32, 18},
-                              {5, 160, 19},  {64, 416, 20},  {131, 2080, 21}};
-  for (const Problem& p : problems) {
-    const auto [w, x, bias] = random_inputs(p, 120, 53, 40.0f);
-    const auto packed =
-        PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), p.n, p.k}, QuantType::kQ8);
-    std::vector<float> want(static_cast<size_t>(p.m * p.n)), got(want.size(), NAN);
-    int8_gemm(Int8GemmKernel::kAvx2Gemm6, x.data(), p.m, packed, bias.data(), want.data());
-    int8_gemm(Int8GemmKernel::kAvx2, x.data(), p.m, packed, bias.data(), got.data());
-    expect_same_bits(got, want, p);
-  }
-}
-
 INSTANTIATE_TEST_SUITE_P(AllKernels, Int8GemmKernels,
                          ::testing::Values(Int8GemmKernel::kAvx2, Int8GemmKernel::kAvxVnni,
                                            Int8GemmKernel::kAvx512Vnni,
-                                           Int8GemmKernel::kAvxVnniEmulated,
-                                           Int8GemmKernel::kAvx2Sign, Int8GemmKernel::kAvx2Gemm5,
-                                           Int8GemmKernel::kAvx2Gemm6),
+                                           Int8GemmKernel::kAvxVnniEmulated),
                          [](const ::testing::TestParamInfo<Int8GemmKernel>& info) {
                            std::string name = int8_gemm_kernel_name(info.param);
                            for (char& c : name) c = c == '-' ? '_' : c;
