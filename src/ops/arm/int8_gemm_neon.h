@@ -1,0 +1,59 @@
+// The aarch64 micro-kernels of the int8 GEMM (int8_gemm_kernels.h): tiles that read kQ8Strips /
+// kQ4Strips matrices in place (packed_matrix.h: 32-row strips, per block of 32 columns
+// [8 quads][32 rows][4 bytes] of q + 128, or [4 pairs][32 rows][4 bytes] of nibbles q + 8, then
+// 32 fp16 scales), and the NEON x quantization.
+//
+// Every tile takes 16 rows of a strip (rows [16 * t.half, 16 * t.half + 16)) against up to
+// 8 x rows, four weight rows at a time: the tile's whole x block (32 bytes a row) stays in
+// registers and each weight vector, loaded and turned into operands once, meets all 8 x rows,
+// so its conversion (the q8 sign flip, the q4 nibble split) costs 1/8 of the multiplies. Four
+// rows at a time also leave room for that many x rows in the 32 vector registers. Every row gets
+// the same fp32 update per block,
+//   c[i][r] = fma(float(dot), w_scale[r] * x_scale[i], c[i][r])
+// (the exact int32 dot, then one rounding of the scale product and one of the fma), whatever the
+// tile's row count, the row's place in it, or the kernel (dotprod or i8mm): a row's bits depend
+// on neither the batch size nor on which of the two kernels ran it.
+//
+// Dotprod (ARMv8.2 SDOT; Cortex-A76, Neoverse-N1 and later): one 16-byte load is 4 rows x one
+// quad; SDOT by element multiplies it with one quad of an x row (x loaded 16 bytes = 4 quads at
+// a time) into that row's int32x4. q8: q + 128 EOR 0x80 is q as a signed byte (no correction);
+// q4: AND 0x0f / USHR #4 give the nibbles q + 8 of quads 2p and 2p + 1, less 8 * sum(x) (the
+// accumulators start there). Registers: 16 x, 8 accumulators, weights.
+//
+// i8mm (SMMLA/USMMLA; Neoverse-N2/V1/V2, Graviton3/4, Apple M2 and later): USMMLA multiplies a
+// 2 x 8 block of unsigned bytes by a 2 x 8 block of signed ones into a 2 x 2 int32 tile, twice the
+// multiplies of SDOT per instruction. ZIP1/ZIP2 (32-bit) of quads 2p and 2p + 1 of 4 rows give the
+// weight operands [row r, row r + 1] x 8 columns (q4: ZIP of the AND and USHR nibbles); x rows go
+// in pairs [row i, row i + 1] x 8 columns (an odd last row pairs with zeros) from the usual x
+// layout (Int8XLayout::kInt8), built once per block. q8 weights stay q + 128 (unsigned x signed),
+// less 128 * sum(x); q4 less 8 * sum(x). UZP1/UZP2 untangle the 2 x 2 tiles into 4 rows of one
+// x row before the fp32 update. Registers: 16 x operands, 8 accumulators, weights.
+//
+// Driver (Int8KernelInfo) for all four tiles: strip_rows kInt8NeonStripRows, x_rows as below,
+// Int8XLayout::kInt8, Int8PanelWeights::kBytes, depth kInt8Depth, reads_stored true.
+// Plain declarations only: each .cpp is compiled for its own -march (see packed_kernels.h).
+#pragma once
+
+#include <cstdint>
+
+#include "ops/int8_gemm_kernels.h"
+
+namespace qvl::ops::kernels {
+
+inline constexpr int64_t kInt8NeonStripRows = 16;  // half t.half of a stored 32-row strip
+inline constexpr int64_t kInt8NeonDotprodXRows = 8;
+inline constexpr int64_t kInt8NeonI8mmXRows = 8;
+
+// int8_gemm_neon_dotprod.cpp (-march=armv8.2-a+dotprod): kQ8Strips, kQ4Strips; any m.
+void int8_tile_q8s_neon_dotprod(const Int8Tile& t);
+void int8_tile_q4s_neon_dotprod(const Int8Tile& t);
+// int8_gemm_neon_i8mm.cpp (+i8mm): the same; meant for m >= 2 (a lone x row would pair with
+// zeros: half the multiplies wasted), where the dotprod tile takes m == 1 with the same bits.
+void int8_tile_q8s_neon_i8mm(const Int8Tile& t);
+void int8_tile_q4s_neon_i8mm(const Int8Tile& t);
+
+// quantize_row_to_scalar with the same bits (quantize_neon.cpp, baseline armv8-a).
+void quantize_row_to_neon(const float* x, int64_t nb, int32_t qmax, int8_t* q, float* scale,
+                          int32_t* sum);
+
+}  // namespace qvl::ops::kernels
