@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# Cross-builds qvl for non-x86 Linux and runs its tests under qemu-user: aarch64 (Debian's
+# aarch64-linux-gnu-g++ and :arm64 multiarch packages; one ctest run per emulated CPU model) and
+# ppc64le (the scalar-only target: powerpc64le-linux-gnu-g++ and a Debian ppc64el sysroot; one
+# run). Installs what is missing first (idempotent, like scripts/setup.sh; run that first for the
+# npm packages the configure step needs).
+#
+# Usage: scripts/test_cross.sh [aarch64] [ppc64le]      (default: both)
+# Environment:
+#   QVL_CROSS_TARGETS     build targets (default: all); e.g. "test_base test_tokenizer" to build
+#                         and test only those (tests of executables not built are left out)
+#   QVL_CROSS_CMAKE_ARGS  extra cmake arguments, e.g. -DQVL_TESTS_LINK_MODEL=OFF
+#   QVL_CROSS_CPUS        aarch64 CPU models to test (default: cortex-a76 max neoverse-n1 a64fx)
+#   QVL_CROSS_CTEST_ARGS  ctest selection for every CPU model instead of the table below
+#   QVL_CROSS_JOBS        build and ctest parallelism (default: nproc)
+#   QVL_CROSS_BINFMT=0    do not register qemu with binfmt_misc (see below)
+# Build directories: build-aarch64, build-ppc64le. Extra arguments after "--" go to every ctest.
+#
+# Tests whose executable is a test binary run through the toolchain's CMAKE_CROSSCOMPILING_EMULATOR
+# (scripts/qemu-run). Tests that start qvl from a shell or node script (labels cli, parity's
+# golden_folder check, server, web) need the kernel to run foreign binaries itself: when
+# binfmt_misc is usable (root), qemu is registered for the target there and QEMU_CPU /
+# QEMU_LD_PREFIX carry the CPU model and the guest root to those processes too; otherwise those
+# tests are left out and the script says so.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+arches=()
+ctest_extra=()
+while (($#)); do
+  case "$1" in
+    --) shift; ctest_extra=("$@"); break ;;
+    aarch64 | ppc64le) arches+=("$1"); shift ;;
+    *) echo "test_cross: unknown target $1 (aarch64, ppc64le)" >&2; exit 2 ;;
+  esac
+done
+((${#arches[@]})) || arches=(aarch64 ppc64le)
+JOBS=${QVL_CROSS_JOBS:-$(nproc)}
+read -r -a cpus <<<"${QVL_CROSS_CPUS:-cortex-a76 max neoverse-n1 a64fx}"
+read -r -a targets <<<"${QVL_CROSS_TARGETS:-}"
+read -r -a cmake_extra <<<"${QVL_CROSS_CMAKE_ARGS:-}"
+
+# What each emulated aarch64 CPU model runs (ctest arguments). cortex-a76: NEON + dot product, no
+# SVE (the common server/phone/Raspberry Pi 5 class); max: every feature qemu has (SVE2, i8mm,
+# bf16): every unit test on both. neoverse-n1 (Graviton 2, Ampere Altra) and a64fx (512-bit SVE,
+# no dot product) only differ in kernel dispatch: the ops and model tests.
+ctest_args_for_cpu() {
+  if [ -n "${QVL_CROSS_CTEST_ARGS:-}" ]; then echo "$QVL_CROSS_CTEST_ARGS"; return; fi
+  case "$1" in
+    cortex-a76 | max) echo "-L unit" ;;
+    *) echo "-L unit -R ^(ops|model)\." ;;
+  esac
+}
+# Tests that cannot pass under qemu-user whatever the target: qemu ignores madvise (so
+# MADV_POPULATE_READ maps nothing in) and /proc/self/status is the emulator's.
+QEMU_LIMITS='^base\.MappedFile\.PopulatePagesMapsTheRangeIn$'
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+APT_UPDATED=0
+apt_install() {  # apt_install PKG... : installs those not installed yet
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  ((${#missing[@]})) || return 0
+  echo "test_cross: installing ${missing[*]}"
+  if ((!APT_UPDATED)); then
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    APT_UPDATED=1
+  fi
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# The target libraries of scripts/setup.sh's APT_PACKAGES (header-only and arch-independent ones,
+# nlohmann-json3-dev and libcli11-dev, serve every architecture). No libbenchmark: QVL_BUILD_BENCH=OFF.
+TARGET_LIBS=(libgtest-dev libgmock-dev libmicrohttpd-dev libssl-dev libcurl4-openssl-dev libpcre2-dev
+             libutf8proc-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libcpp-httplib-dev)
+
+install_aarch64() {
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    $SUDO dpkg --add-architecture arm64
+    APT_UPDATED=0
+  fi
+  # :arm64 -dev packages are Multi-Arch: same: apt upgrades the host's amd64 copies of the
+  # libraries they share to the same version when needed.
+  apt_install crossbuild-essential-arm64 qemu-user "${TARGET_LIBS[@]/%/:arm64}" nlohmann-json3-dev libcli11-dev
+}
+
+# ppc64el comes from a sysroot rather than multiarch packages (see
+# cmake/toolchains/powerpc64le-linux-gnu.cmake): debootstrap downloads bookworm's ppc64el
+# packages with their dependencies; they are only unpacked (nothing runs: no root, no qemu).
+PPC64EL_SYSROOT=${QVL_CROSS_SYSROOT:-/var/cache/qvl-cross/ppc64el-bookworm}
+PPC64EL_SYSROOT_PACKAGES=("${TARGET_LIBS[@]}" libstdc++-12-dev nlohmann-json3-dev libcli11-dev)
+# The Debian mirror this machine's apt uses (its first main-archive URI).
+apt_mirror() {
+  local uri
+  uri=$( (grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}' | grep -v security
+          grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list | awk '{print $2}') |
+        head -1)
+  [ -n "$uri" ] || { echo "test_cross: no Debian mirror in the apt sources" >&2; return 1; }
+  echo "$uri"
+}
+install_ppc64le() {
+  apt_install crossbuild-essential-ppc64el qemu-user debootstrap
+  local want stamp="$PPC64EL_SYSROOT/.qvl-sysroot"
+  want="bookworm ppc64el ${PPC64EL_SYSROOT_PACKAGES[*]}"
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && return 0
+  echo "test_cross: making the ppc64el sysroot $PPC64EL_SYSROOT (debootstrap, about 2 min)"
+  local tmp="$PPC64EL_SYSROOT.tmp" include
+  include=$(IFS=,; echo "${PPC64EL_SYSROOT_PACKAGES[*]}")
+  $SUDO rm -rf "$tmp" "$PPC64EL_SYSROOT"
+  $SUDO mkdir -p "$(dirname "$PPC64EL_SYSROOT")"
+  $SUDO debootstrap --variant=minbase --arch=ppc64el --foreign --include="$include" \
+    bookworm "$tmp" "$(apt_mirror)" >/dev/null
+  # --foreign unpacks only the base system; unpack the rest (what stage 2 would install).
+  local deb
+  for deb in "$tmp"/var/cache/apt/archives/*.deb; do $SUDO dpkg-deb -x "$deb" "$tmp"; done
+  $SUDO rm -f "$tmp"/var/cache/apt/archives/*.deb
+  $SUDO mv "$tmp" "$PPC64EL_SYSROOT"
+  # Absolute symlinks (libz.so -> /lib/...) must point into the sysroot.
+  local link target
+  while IFS= read -r -d '' link; do
+    target=$(readlink "$link")
+    $SUDO ln -sfn "$PPC64EL_SYSROOT$target" "$link"
+  done < <(find "$PPC64EL_SYSROOT" -type l -lname '/*' ! -lname "$PPC64EL_SYSROOT/*" -print0)
+  echo "$want" | $SUDO tee "$stamp" >/dev/null
+}
+
+# binfmt_misc: registers qemu-ARCH for ARCH's ELF executables unless something (qemu-user-binfmt,
+# qemu-user-static, an earlier run) already did. Returns 1 when binfmt_misc is not usable.
+declare -A ELF_MAGIC=(
+  [aarch64]='\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00'
+  [ppc64le]='\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x15\x00')
+declare -A ELF_MASK=(
+  [aarch64]='\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff'
+  [ppc64le]='\xff\xff\xff\xff\xff\xff\xff\xfc\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\x00')
+setup_binfmt() {
+  local arch=$1 dir=/proc/sys/fs/binfmt_misc
+  [ "${QVL_CROSS_BINFMT:-1}" != 0 ] || return 1
+  if [ ! -e "$dir/status" ]; then
+    $SUDO mount -t binfmt_misc binfmt_misc "$dir" 2>/dev/null || return 1
+  fi
+  [ "$(cat "$dir/status" 2>/dev/null)" = enabled ] || return 1
+  local name
+  for name in "qemu-$arch" "qemu-$arch-static"; do
+    [ -e "$dir/$name" ] && grep -q '^enabled' "$dir/$name" && return 0
+  done
+  local qemu
+  qemu=$(command -v "qemu-$arch") || return 1
+  printf ':qemu-%s:M::%s:%s:%s:\n' "$arch" "${ELF_MAGIC[$arch]}" "${ELF_MASK[$arch]}" "$qemu" |
+    $SUDO tee "$dir/register" >/dev/null 2>&1 || return 1
+  [ -e "$dir/qemu-$arch" ]
+}
+
+declare -a SUMMARY=()
+FAILED=0
+now() { date +%s; }
+
+configure_and_build() {  # configure_and_build ARCH TOOLCHAIN
+  local arch=$1 build="build-$1" start
+  start=$(now)
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/toolchains/$2" -DQVL_BUILD_BENCH=OFF "${cmake_extra[@]}" >/dev/null
+  if ((${#targets[@]})); then
+    cmake --build "$build" --parallel "$JOBS" --target "${targets[@]}"
+  else
+    cmake --build "$build" --parallel "$JOBS"
+  fi
+  SUMMARY+=("$arch build: $(($(now) - start)) s")
+}
+
+# run_ctest ARCH LABEL CTEST-ARGS...: one ctest run; unbuilt executables and qemu's limits excluded.
+run_ctest() {
+  local arch=$1 label=$2 start rc=0
+  shift 2
+  local exclude="_NOT_BUILT\$|$QEMU_LIMITS"
+  start=$(now)
+  echo "test_cross: $arch $label: ctest $*"
+  ctest --test-dir "build-$arch" --output-on-failure --timeout 900 -j "$JOBS" -E "$exclude" \
+    "$@" "${ctest_extra[@]}" || rc=$?
+  SUMMARY+=("$arch $label: ctest $* -> $([ $rc = 0 ] && echo passed || echo "FAILED ($rc)"), $(($(now) - start)) s")
+  ((rc == 0)) || FAILED=1
+}
+
+# Labels whose tests start qvl (or a test binary) from a script: only with binfmt_misc, and only
+# when qvl was built.
+script_labels() {  # script_labels ARCH BINFMT_OK
+  [ "$2" = 1 ] && [ -x "build-$1/qvl" ] && echo "cli|parity"
+}
+
+if [ -f package-lock.json ] && [ ! -d node_modules ]; then
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+for arch in "${arches[@]}"; do
+  case "$arch" in
+    aarch64)
+      start=$(now)
+      install_aarch64
+      SUMMARY+=("aarch64 install: $(($(now) - start)) s")
+      configure_and_build aarch64 aarch64-linux-gnu.cmake
+      binfmt=0
+      if setup_binfmt aarch64; then binfmt=1; else
+        echo "test_cross: binfmt_misc unavailable: tests that start qvl from scripts are left out"
+      fi
+      export QEMU_LD_PREFIX=/  # for binfmt-started binaries; scripts/qemu-run picks the same
+      for cpu in "${cpus[@]}"; do
+        export QVL_QEMU_CPU=$cpu QEMU_CPU=$cpu
+        read -r -a args <<<"$(ctest_args_for_cpu "$cpu")"
+        run_ctest aarch64 "-cpu $cpu" "${args[@]}"
+        if [ "$cpu" = max ] && labels=$(script_labels aarch64 "$binfmt"); then
+          run_ctest aarch64 "-cpu $cpu" -L "$labels"
+        fi
+      done
+      unset QVL_QEMU_CPU QEMU_CPU QEMU_LD_PREFIX
+      ;;
+    ppc64le)
+      start=$(now)
+      install_ppc64le
+      SUMMARY+=("ppc64le install: $(($(now) - start)) s")
+      export QVL_CROSS_SYSROOT=$PPC64EL_SYSROOT
+      configure_and_build ppc64le powerpc64le-linux-gnu.cmake
+      binfmt=0
+      setup_binfmt ppc64le && binfmt=1
+      export QEMU_LD_PREFIX=$PPC64EL_SYSROOT QEMU_CPU=power9 QVL_QEMU_CPU=power9
+      run_ctest ppc64le "-cpu power9" -L unit
+      if labels=$(script_labels ppc64le "$binfmt"); then run_ctest ppc64le "-cpu power9" -L "$labels"; fi
+      unset QEMU_LD_PREFIX QEMU_CPU QVL_QEMU_CPU
+      ;;
+  esac
+done
+
+echo "test_cross: summary"
+printf '  %s\n' "${SUMMARY[@]}"
+exit "$FAILED"
