@@ -16,6 +16,7 @@
 #include "ops/activation.h"
 #include "ops/attention.h"
 #include "ops/attention_kernels.h"
+#include "ops/x86/attention_x86.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/half_convert.h"
 #include "ops/kv_q8.h"

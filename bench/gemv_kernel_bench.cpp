@@ -13,6 +13,7 @@
 #include "base/thread_pool.h"
 #include "cold_matrices.h"
 #include "ops/packed_kernels.h"
+#include "ops/x86/packed_kernels_x86.h"
 #include "ops/packed_matrix.h"
 
 namespace {

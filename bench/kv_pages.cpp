@@ -9,6 +9,7 @@
 #include "ops/half_convert.h"
 #include "ops/kv_q8.h"
 #include "ops/machine_probe_kernels.h"
+#include "ops/x86/machine_probe_x86.h"
 #include "ops/packed_matrix.h"
 
 namespace qvl::bench {

@@ -22,6 +22,7 @@
 #include "cold_matrices.h"
 #include "ops/int8_gemm.h"
 #include "ops/machine_probe_kernels.h"
+#include "ops/x86/machine_probe_x86.h"
 #include "ops/packed_matrix.h"
 
 namespace {

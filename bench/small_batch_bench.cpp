@@ -30,6 +30,7 @@
 #include "ops/int8_gemm.h"
 #include "ops/machine_probe.h"
 #include "ops/packed_kernels.h"
+#include "ops/x86/packed_kernels_x86.h"
 #include "ops/packed_matrix.h"
 
 namespace {

@@ -19,6 +19,7 @@
 #include "base/half.h"
 #include "base/thread_pool.h"
 #include "ops/machine_probe_kernels.h"
+#include "ops/x86/machine_probe_x86.h"
 #include "ops/packed_matrix.h"
 
 namespace {

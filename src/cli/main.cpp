@@ -20,19 +20,23 @@
 
 namespace {
 
-// --isa: the kernel level every command runs at. Lower levels let an AVX-512 machine reproduce
-// what an AVX2-only (or AVX-VNNI) machine runs, e.g. to measure it, or step around a kernel
+// --isa: the kernel level every command runs at. Lower levels let a machine reproduce what a
+// lesser CPU of its architecture runs (an AVX-512 host what an AVX2-only or AVX-VNNI one runs, an
+// i8mm ARM core what a dotprod-only one runs), e.g. to measure it, or step around a kernel
 // suspected of a fault. A level the CPU cannot run is an error, not a silent fallback.
 void apply_isa_choice(const std::string& choice) {
   using qvl::ops::IsaLevel;
   if (choice == "auto") return;
-  if (choice == "avx-vnni" && !qvl::ops::cpu_has_avx_vnni()) {
-    qvl::fail(qvl::ErrorCode::kUnsupported, "this CPU has no AVX-VNNI (--isa avx-vnni)");
+  if (choice == "avx-vnni") {
+    if (!qvl::ops::cpu_runs_int8_gemm_kernel(qvl::ops::Int8GemmKernel::kAvxVnni)) {
+      qvl::fail(qvl::ErrorCode::kUnsupported, "this CPU has no AVX-VNNI (--isa avx-vnni)");
+    }
+    qvl::ops::set_isa_override(IsaLevel::kAvx2);
+    return;
   }
-  const IsaLevel level = choice == "scalar"   ? IsaLevel::kScalar
-                         : choice == "avx512" ? IsaLevel::kAvx512
-                                              : IsaLevel::kAvx2;
-  qvl::ops::set_isa_override(level);
+  const std::optional<IsaLevel> level = qvl::ops::parse_isa_level(choice);
+  if (!level) qvl::fail(qvl::ErrorCode::kInvalidArgument, "unknown --isa level " + choice);
+  qvl::ops::set_isa_override(*level);
   qvl::ops::set_avx_vnni_allowed(choice != "avx2");
 }
 
@@ -45,9 +49,11 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "debug, info, warn, error or off");
   std::string isa = "auto";
   app.add_option("--isa", isa,
-                 "kernel level: auto (the best this CPU runs), avx512, avx-vnni (AVX2 with "
-                 "256-bit VNNI), avx2 (as on an AVX2-only CPU) or scalar")
-      ->check(CLI::IsMember({"auto", "avx512", "avx-vnni", "avx2", "scalar"}));
+                 "kernel level: auto (the best this CPU runs); on x86-64 avx512, avx-vnni (AVX2 "
+                 "with 256-bit VNNI), avx2 (as on an AVX2-only CPU); on aarch64 i8mm, dotprod, "
+                 "neon; scalar everywhere")
+      ->check(CLI::IsMember(
+          {"auto", "avx512", "avx-vnni", "avx2", "i8mm", "dotprod", "neon", "scalar"}));
   app.parse_complete_callback([&] {
     qvl::set_log_level(qvl::parse_log_level(log_level));
     apply_isa_choice(isa);

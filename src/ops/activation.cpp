@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <vector>
 
+#include "base/error.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
 #include "ops/elementwise_kernels.h"
@@ -48,7 +50,8 @@ bool close_to(const std::vector<float>& got, const std::vector<float>& want) {
 // The kernels of one level on a small input (with a vector tail) against the references.
 bool agrees_with_reference(IsaLevel isa) {
   namespace ek = elementwise_kernels;
-  const bool avx512 = isa == IsaLevel::kAvx512;
+  const ek::ElementwiseKernels* k = ek::elementwise_kernels_for(isa);
+  if (k == nullptr) return true;  // the references themselves
   constexpr int64_t n = 45;
   std::vector<float> x(n), w(n), b(n), want(n), got(n);
   for (int64_t i = 0; i < n; ++i) {
@@ -58,23 +61,21 @@ bool agrees_with_reference(IsaLevel isa) {
   }
   bool ok = true;
   ek::silu_mul_reference(x.data(), w.data(), n, want.data());
-  (avx512 ? ek::silu_mul_avx512 : ek::silu_mul_avx2)(x.data(), w.data(), n, got.data());
+  k->silu_mul(x.data(), w.data(), n, got.data());
   ok = ok && close_to(got, want);
   want = x;
   got = x;
   ek::gelu_tanh_reference(want.data(), n);
-  (avx512 ? ek::gelu_tanh_avx512 : ek::gelu_tanh_avx2)(got.data(), n);
+  k->gelu_tanh(got.data(), n);
   ok = ok && close_to(got, want);
   ek::rms_norm_reference(x.data(), w.data(), 1e-6f, 1, n, want.data());
-  (avx512 ? ek::rms_norm_row_avx512 : ek::rms_norm_row_avx2)(x.data(), w.data(), 1e-6f, n,
-                                                             got.data());
+  k->rms_norm_row(x.data(), w.data(), 1e-6f, n, got.data());
   ok = ok && close_to(got, want);
   ek::layer_norm_reference(x.data(), w.data(), b.data(), 1e-6f, 1, n, want.data());
-  (avx512 ? ek::layer_norm_row_avx512 : ek::layer_norm_row_avx2)(x.data(), w.data(), b.data(),
-                                                                 1e-6f, n, got.data());
+  k->layer_norm_row(x.data(), w.data(), b.data(), 1e-6f, n, got.data());
   ok = ok && close_to(got, want);
   const ExpSum want_sum = ek::exp_sum_reference(x.data(), n);
-  const ExpSum got_sum = (avx512 ? ek::exp_sum_avx512 : ek::exp_sum_avx2)(x.data(), n);
+  const ExpSum got_sum = k->exp_sum(x.data(), n);
   ok = ok && got_sum.max == want_sum.max &&
        std::fabs(got_sum.sum - want_sum.sum) <= 1e-6 * want_sum.sum;
   if (!ok) {
@@ -104,41 +105,39 @@ void for_chunks(int64_t n, Fn&& fn) {
 namespace elementwise_kernels {
 
 bool kernels_verified(IsaLevel isa) {
-  if (isa == IsaLevel::kAvx2) {
-    static const bool ok = agrees_with_reference(IsaLevel::kAvx2);
-    return ok;
-  }
-  if (isa == IsaLevel::kAvx512) {
-    static const bool ok = agrees_with_reference(IsaLevel::kAvx512);
-    return ok;
-  }
-  return true;
+  constexpr int kLevels = 8;
+  static std::once_flag once[kLevels];
+  static bool ok[kLevels];
+  const auto i = static_cast<size_t>(isa);
+  QVL_CHECK(i < kLevels);
+  std::call_once(once[i], [&] { ok[i] = agrees_with_reference(isa); });
+  return ok[i];
 }
 
 IsaLevel usable_isa() {
   IsaLevel isa = active_isa();
-  if (isa == IsaLevel::kAvx512 && !kernels_verified(isa)) isa = IsaLevel::kAvx2;
-  if (isa == IsaLevel::kAvx2 && !kernels_verified(isa)) isa = IsaLevel::kScalar;
+  while (isa != IsaLevel::kScalar && !kernels_verified(isa)) isa = lower_isa_level(isa);
   return isa;
+}
+
+const ElementwiseKernels* usable_kernels() {
+  const IsaLevel isa = usable_isa();
+  return isa == IsaLevel::kScalar ? nullptr : elementwise_kernels_for(isa);
 }
 
 }  // namespace elementwise_kernels
 
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
   namespace ek = elementwise_kernels;
-  const IsaLevel isa = ek::usable_isa();
-  const auto kernel = isa == IsaLevel::kAvx512 ? ek::silu_mul_avx512
-                      : isa == IsaLevel::kAvx2 ? ek::silu_mul_avx2
-                                               : ek::silu_mul_reference;
+  const ek::ElementwiseKernels* k = ek::usable_kernels();
+  const auto kernel = k != nullptr ? k->silu_mul : ek::silu_mul_reference;
   for_chunks(n, [&](int64_t b, int64_t e) { kernel(gate + b, up + b, e - b, out + b); });
 }
 
 void gelu_tanh(float* x, int64_t n) {
   namespace ek = elementwise_kernels;
-  const IsaLevel isa = ek::usable_isa();
-  const auto kernel = isa == IsaLevel::kAvx512 ? ek::gelu_tanh_avx512
-                      : isa == IsaLevel::kAvx2 ? ek::gelu_tanh_avx2
-                                               : ek::gelu_tanh_reference;
+  const ek::ElementwiseKernels* k = ek::usable_kernels();
+  const auto kernel = k != nullptr ? k->gelu_tanh : ek::gelu_tanh_reference;
   for_chunks(n, [&](int64_t b, int64_t e) { kernel(x + b, e - b); });
 }
 

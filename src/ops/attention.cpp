@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <vector>
 
@@ -168,17 +169,20 @@ void reference_on(const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
   attention_kernels::attention_reference(q, nq, k.data(), v.data(), nk, s, causal_offset, out);
 }
 
-// attention_on with the bf16 products decided: bf16 needs isa == kAvx512.
+// attention_on with the bf16 products decided: bf16 needs a level with task_bf16.
 void attention_with(IsaLevel isa, bool bf16, const float* q, int64_t nq, const PagedKV& given,
                     int64_t nk, const AttentionShape& s, int64_t causal_offset, float* out) {
   const PagedKV kv = with_strides(given, s);
   const bool q8 = kv.k8_pages != nullptr;
   const bool fast_shape = s.head_dim > 0 && s.head_dim % (q8 ? kKvQ8Block : 16) == 0 &&
                           s.n_kv_heads > 0 && s.n_heads % s.n_kv_heads == 0 && nk > 0;
-  if (isa == IsaLevel::kScalar || !fast_shape) {
+  const attention_kernels::AttentionKernels* kernels =
+      isa == IsaLevel::kScalar ? nullptr : attention_kernels::attention_kernels_for(isa);
+  if (kernels == nullptr || !fast_shape) {
     reference_on(q, nq, kv, nk, s, causal_offset, out);
     return;
   }
+  bf16 = bf16 && kernels->task_bf16 != nullptr;
   if (nq <= 0) return;
   const int64_t group = s.n_heads / s.n_kv_heads;
   attention_kernels::Problem p;
@@ -191,12 +195,10 @@ void attention_with(IsaLevel isa, bool bf16, const float* q, int64_t nq, const P
   p.causal_offset = causal_offset;
   // Few rows (query x head-in-group) per key, as in decode: stream the cache split over positions.
   if (nq * group <= attention_kernels::kDecodeMaxRows) {
-    attention_kernels::decode_attention(isa, p);
+    attention_kernels::decode_attention(kernels->decode_span, p);
     return;
   }
   // Enough rows share each key for transposing K (and packing V per head) to pay off.
-  const auto task =
-      isa == IsaLevel::kAvx512 ? attention_kernels::task_avx512 : attention_kernels::task_avx2;
   const int64_t tiles = (nk + kKeyTile - 1) / kKeyTile;
   // Grown with room for 256 more positions: a conversation's next prompt (a few more) then
   // reuses the mapped panels instead of faulting fresh ones in.
@@ -220,13 +222,13 @@ void attention_with(IsaLevel isa, bool bf16, const float* q, int64_t nq, const P
     k_pairs.resize(panels.size() / 2);
     v_pairs.resize(values.size() / 2);
     ThreadPool::global().parallel_for(static_cast<size_t>(s.n_kv_heads), [&](size_t b, size_t e) {
-      attention_kernels::bf16_pairs_avx512(p, static_cast<int64_t>(b), static_cast<int64_t>(e),
-                                           k_pairs.data(), v_pairs.data());
+      kernels->bf16_pairs(p, static_cast<int64_t>(b), static_cast<int64_t>(e), k_pairs.data(),
+                          v_pairs.data());
     });
     p.k_pairs = k_pairs.data();
     p.v_pairs = v_pairs.data();
   }
-  const auto run = bf16 ? attention_kernels::task_bf16_avx512 : task;
+  const auto run = bf16 ? kernels->task_bf16 : kernels->task;
   // About 64 rows (query x head-in-group pairs) per task: K/V blocks are reused across them.
   const int64_t block = std::max<int64_t>(1, 64 / group);
   const int64_t n_blocks = (nq + block - 1) / block;
@@ -244,7 +246,7 @@ void attention_with(IsaLevel isa, bool bf16, const float* q, int64_t nq, const P
 
 // The bf16 task on a few problems (full and causal, key counts odd and even, GQA) against the
 // fp32 reference: bf16 rounding moves these outputs by ~1e-3, a wrong kernel by ~1.
-bool bf16_agrees_with_reference() {
+bool bf16_agrees_with_reference(IsaLevel isa) {
   const AttentionShape shape{4, 2, 64, 0.125f};
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
@@ -259,8 +261,8 @@ bool bf16_agrees_with_reference() {
                                            causal_offset, want.data());
     const float* kp = k.data();
     const float* vp = v.data();
-    attention_with(IsaLevel::kAvx512, true, q.data(), nq, one_page(&kp, &vp, nk), nk, shape,
-                   causal_offset, got.data());
+    attention_with(isa, true, q.data(), nq, one_page(&kp, &vp, nk), nk, shape, causal_offset,
+                   got.data());
     for (size_t i = 0; i < got.size(); ++i) {
       if (!(std::fabs(got[i] - want[i]) <= 2e-2f)) {
         QVL_LOG(kError) << "bf16 attention kernel disagrees with the reference (" << got[i]
@@ -272,14 +274,23 @@ bool bf16_agrees_with_reference() {
   return true;
 }
 
-bool bf16_task_verified() {
-  static const bool verified = bf16_agrees_with_reference();
-  return verified;
+constexpr int kLevels = 8;
+
+// Whether `isa` has bf16 attention products and they passed their check.
+bool bf16_task_verified(IsaLevel isa) {
+  const attention_kernels::AttentionKernels* k =
+      isa == IsaLevel::kScalar ? nullptr : attention_kernels::attention_kernels_for(isa);
+  if (k == nullptr || k->task_bf16 == nullptr) return false;
+  static std::once_flag once[kLevels];
+  static bool ok[kLevels];
+  const auto i = static_cast<size_t>(isa);
+  std::call_once(once[i], [&] { ok[i] = bf16_agrees_with_reference(isa); });
+  return ok[i];
 }
 
 void attention_on(IsaLevel isa, const float* q, int64_t nq, const PagedKV& kv, int64_t nk,
                   const AttentionShape& s, int64_t causal_offset, float* out) {
-  const bool bf16 = s.bf16_products && isa == IsaLevel::kAvx512 && bf16_task_verified();
+  const bool bf16 = s.bf16_products && bf16_task_verified(isa);
   attention_with(isa, bf16, q, nq, kv, nk, s, causal_offset, out);
 }
 
@@ -398,15 +409,12 @@ bool agrees_with_reference(IsaLevel isa) {
 namespace attention_kernels {
 
 bool kernels_verified(IsaLevel isa) {
-  if (isa == IsaLevel::kAvx2) {
-    static const bool ok = agrees_with_reference(IsaLevel::kAvx2);
-    return ok;
-  }
-  if (isa == IsaLevel::kAvx512) {
-    static const bool ok = agrees_with_reference(IsaLevel::kAvx512);
-    return ok;
-  }
-  return true;
+  if (isa == IsaLevel::kScalar || attention_kernels_for(isa) == nullptr) return true;
+  static std::once_flag once[kLevels];
+  static bool ok[kLevels];
+  const auto i = static_cast<size_t>(isa);
+  std::call_once(once[i], [&] { ok[i] = agrees_with_reference(isa); });
+  return ok[i];
 }
 
 }  // namespace attention_kernels
@@ -415,8 +423,9 @@ namespace {
 
 IsaLevel attention_isa() {
   IsaLevel isa = active_isa();
-  if (isa == IsaLevel::kAvx512 && !attention_kernels::kernels_verified(isa)) isa = IsaLevel::kAvx2;
-  if (isa == IsaLevel::kAvx2 && !attention_kernels::kernels_verified(isa)) isa = IsaLevel::kScalar;
+  while (isa != IsaLevel::kScalar && !attention_kernels::kernels_verified(isa)) {
+    isa = lower_isa_level(isa);
+  }
   return isa;
 }
 
@@ -431,8 +440,7 @@ PagedKV with_strides(const PagedKV& kv, const AttentionShape& s) {
 }
 
 const char* attention_products_name(bool bf16_products) {
-  return bf16_products && attention_isa() == IsaLevel::kAvx512 && bf16_task_verified() ? "bf16"
-                                                                                       : "fp32";
+  return bf16_products && bf16_task_verified(attention_isa()) ? "bf16" : "fp32";
 }
 
 size_t attention_scratch_bytes() {

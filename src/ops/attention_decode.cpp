@@ -32,7 +32,7 @@ void merge_row(const float* states, int64_t spans, int64_t span_floats, int64_t 
 
 }  // namespace
 
-void decode_attention(IsaLevel isa, const Problem& p) {
+void decode_attention(DecodeSpanKernel kernel, const Problem& p) {
   const AttentionShape& s = p.shape;
   const int64_t group = s.n_heads / s.n_kv_heads, rows = p.nq * group, d = s.head_dim;
   QVL_CHECK(rows <= kDecodeMaxRows);
@@ -52,7 +52,6 @@ void decode_attention(IsaLevel isa, const Problem& p) {
   const int64_t stride = d + 2;
   const int64_t span_floats = s.n_kv_heads * rows * stride;
   AlignedBuffer<float> states(static_cast<size_t>(spans * span_floats));
-  const auto kernel = isa == IsaLevel::kAvx512 ? decode_span_avx512 : decode_span_avx2;
   ThreadPool::global().parallel_for(static_cast<size_t>(tasks), [&](size_t b, size_t e) {
     AlignedBuffer<float> scratch(static_cast<size_t>(s.n_kv_heads * rows * kDecodeScoreStride));
     for (size_t index = b; index < e; ++index) {

@@ -35,13 +35,11 @@ struct DecodeTask {
 };
 inline constexpr int64_t kDecodeScoreStride = kDecodeSpan + 16;
 
-// The span kernels (p.k_panels and p.v_packed unused). head_dim must be a multiple of 16 (of
+// A span kernel (p.k_panels and p.v_packed unused). head_dim must be a multiple of 16 (of
 // kKvQ8Block for 8-bit storage), rows at most kDecodeMaxRows.
-void decode_span_avx2(const Problem& p, const DecodeTask& task);
-void decode_span_avx512(const Problem& p, const DecodeTask& task);
+using DecodeSpanKernel = void (*)(const Problem& p, const DecodeTask& task);
 
-// All of p.out with the span kernels of `isa` (kAvx2 or kAvx512), split into tasks over the global
-// thread pool, then the merge.
-void decode_attention(IsaLevel isa, const Problem& p);
+// All of p.out with the span kernel, split into tasks over the global thread pool, then the merge.
+void decode_attention(DecodeSpanKernel kernel, const Problem& p);
 
 }  // namespace qvl::ops::attention_kernels

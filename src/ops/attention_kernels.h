@@ -72,21 +72,26 @@ void pack_value_panels(const PagedKV& kv, int64_t nk, const AttentionShape& s, f
 // Floats of scratch a task with `rows` rows per kv head and `heads` kv heads needs.
 int64_t task_scratch_floats(int64_t rows, int64_t head_dim, int64_t heads);
 
-// Computes out for queries [q_begin, q_end) of every query head of kv heads [kvh_begin,
-// kvh_end). head_dim must be a multiple of 16. scratch: task_scratch_floats(rows, head_dim,
-// kvh_end - kvh_begin) floats, rows = queries * group.
-void task_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin,
-                 int64_t q_end, float* scratch);
-void task_avx2(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin, int64_t q_end,
-               float* scratch);
-
-// AttentionShape::bf16_products on AVX-512 BF16: k_panels and v_panels of kv heads [kvh_begin,
+// The kernels of a level. task computes out for queries [q_begin, q_end) of every query head of
+// kv heads [kvh_begin, kvh_end); head_dim must be a multiple of 16. scratch:
+// task_scratch_floats(rows, head_dim, kvh_end - kvh_begin) floats, rows = queries * group.
+// decode_span: see attention_decode.h. bf16_pairs and task_bf16 (AttentionShape::bf16_products;
+// null where the level has no bf16 dot product): k_panels and v_panels of kv heads [kvh_begin,
 // kvh_end) as bf16 pairs, k_pairs [n_kv_heads, tiles, head_dim / 2, kKeyTile] and v_pairs
 // [n_kv_heads, head_dim / kKeyTile, ceil(nk / 2), kKeyTile] (uint32: keys 2j, 2j + 1 of a column;
-// a missing last key is 0); then the task on them (same scratch as task_avx512).
-void bf16_pairs_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, uint32_t* k_pairs,
-                       uint32_t* v_pairs);
-void task_bf16_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin,
-                      int64_t q_end, float* scratch);
+// a missing last key is 0); then the task on them (same scratch as task).
+struct DecodeTask;
+using TaskKernel = void (*)(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin,
+                            int64_t q_end, float* scratch);
+struct AttentionKernels {
+  TaskKernel task;
+  void (*decode_span)(const Problem& p, const DecodeTask& task);
+  void (*bf16_pairs)(const Problem& p, int64_t kvh_begin, int64_t kvh_end, uint32_t* k_pairs,
+                     uint32_t* v_pairs);
+  TaskKernel task_bf16;
+};
+// The kernels of `isa` (a level this CPU runs), or null where the level has none (the reference
+// runs). Per architecture: src/ops/<arch>/kernel_registry.cpp.
+const AttentionKernels* attention_kernels_for(IsaLevel isa);
 
 }  // namespace qvl::ops::attention_kernels

@@ -23,23 +23,24 @@ void rms_norm_reference(const float* x, const float* weight, float eps, int64_t 
 void layer_norm_reference(const float* x, const float* weight, const float* bias, float eps,
                           int64_t rows, int64_t n, float* y);
 
-// Vector kernels over any n (tails masked). gelu_tanh uses 0.5 (1 + tanh(u)) = 1 / (1 + e^-2u).
-void silu_mul_avx512(const float* gate, const float* up, int64_t n, float* out);
-void gelu_tanh_avx512(float* x, int64_t n);
-void silu_mul_avx2(const float* gate, const float* up, int64_t n, float* out);
-void gelu_tanh_avx2(float* x, int64_t n);
-
-// One row of the norms; sums in double like the references.
-void rms_norm_row_avx512(const float* x, const float* weight, float eps, int64_t n, float* y);
-void layer_norm_row_avx512(const float* x, const float* weight, const float* bias, float eps,
-                           int64_t n, float* y);
-void rms_norm_row_avx2(const float* x, const float* weight, float eps, int64_t n, float* y);
-void layer_norm_row_avx2(const float* x, const float* weight, const float* bias, float eps,
-                         int64_t n, float* y);
-
 // Softmax statistics of a row (softmax_stats.h): exponentials in float, sums in double.
 ExpSum exp_sum_reference(const float* x, int64_t n);
-ExpSum exp_sum_avx512(const float* x, int64_t n);
-ExpSum exp_sum_avx2(const float* x, int64_t n);
+
+// The vector kernels of a level: silu_mul and gelu_tanh over any n, one row of the norms (sums in
+// double like the references), and the softmax statistics of a row (exponentials in float, sums
+// in double).
+struct ElementwiseKernels {
+  void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
+  void (*gelu_tanh)(float* x, int64_t n);
+  void (*rms_norm_row)(const float* x, const float* weight, float eps, int64_t n, float* y);
+  void (*layer_norm_row)(const float* x, const float* weight, const float* bias, float eps,
+                         int64_t n, float* y);
+  ExpSum (*exp_sum)(const float* x, int64_t n);
+};
+// The kernels of `isa` (a level this CPU runs), or null where the level has none (the references
+// run). Per architecture: src/ops/<arch>/kernel_registry.cpp.
+const ElementwiseKernels* elementwise_kernels_for(IsaLevel isa);
+// The kernels of usable_isa(), or null for the references.
+const ElementwiseKernels* usable_kernels();
 
 }  // namespace qvl::ops::elementwise_kernels

@@ -1,7 +1,7 @@
 // The int8 GEMM driver (see int8_gemm.h): x quantization, weight repacking, blocking, threads.
 //
 // Per thread, a block of kInt8RowBlock weight rows is repacked once for the whole depth
-// (int8_gemm_kernels.h, int8_gemm_repack_avx2.cpp; ~1.25 or 2.25 bytes per weight) and multiplied
+// (int8_gemm_kernels.h, the architecture's int8_repack; ~1.25 or 2.25 bytes per weight) and multiplied
 // with every row of x, so repacking costs O(n * k) per call against O(m * n * k) multiply-adds. x
 // is taken kInt8XBlock rows x info.depth columns at a time, so that the x chunk and the fp32
 // results of those rows (kInt8XBlock x 64 floats, kept across chunks, written to y once with the
@@ -10,12 +10,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
+#include <cmath>
 #include <optional>
 #include <vector>
 
 #include "base/aligned_buffer.h"
 #include "base/error.h"
 #include "base/half.h"
+#include "base/log.h"
 #include "base/thread_pool.h"
 #include "ops/int8_gemm_kernels.h"
 #include "ops/packed_kernels.h"
@@ -29,71 +32,6 @@ using kernels::kInt8RowBlock;
 using kernels::kInt8XBlock;
 using kernels::kRows;
 using kernels::kScaleBytes;
-
-// The kernels that read strip matrices in place; every other kernel gets them repacked like
-// kQ8/kQ4 (the same values: the same strips).
-std::optional<kernels::Int8KernelInfo> stored_strip_kernel(Int8GemmKernel kernel, QuantType type) {
-  using kernels::Int8PanelWeights;
-  using kernels::Int8XLayout;
-  const bool q4 = type == QuantType::kQ4Strips;
-  const auto info = [](kernels::Int8TileKernel tile, int64_t nr, int64_t x_rows) {
-    return kernels::Int8KernelInfo{
-        tile, nr, x_rows, Int8XLayout::kInt8, Int8PanelWeights::kBytes, kInt8Depth, true};
-  };
-  switch (kernel) {
-    case Int8GemmKernel::kAvx512Vnni:
-      return info(q4 ? kernels::int8_tile_q4s_avx512 : kernels::int8_tile_q8s_avx512, 32,
-                  kernels::kInt8Avx512StoredXRows);
-    case Int8GemmKernel::kAvxVnni:
-      return info(q4 ? kernels::int8_tile_q4s_avxvnni : kernels::int8_tile_q8s_avxvnni, 16,
-                  kernels::kInt8AvxVnniXRows);
-    case Int8GemmKernel::kAvxVnniEmulated:
-      return info(
-          q4 ? kernels::int8_tile_q4s_avxvnni_emulated : kernels::int8_tile_q8s_avxvnni_emulated,
-          16, kernels::kInt8AvxVnniXRows);
-    case Int8GemmKernel::kAvx2X7:
-      if (q4) return std::nullopt;
-      return kernels::Int8KernelInfo{kernels::int8_tile_q8s_avx2_x7,
-                                     16,
-                                     kernels::kInt8Avx2X7XRows,
-                                     Int8XLayout::kInt7,
-                                     Int8PanelWeights::kBytes,
-                                     kInt8Depth,
-                                     true};
-    default:
-      return std::nullopt;
-  }
-}
-
-kernels::Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
-  using kernels::Int8PanelWeights;
-  using kernels::Int8XLayout;
-  if (in_strips(type)) {
-    if (auto stored = stored_strip_kernel(kernel, type)) return *stored;
-  }
-  const bool q8 = values_type(type) == QuantType::kQ8;
-  const Int8XLayout vnni_x = q8 ? Int8XLayout::kOffset8 : Int8XLayout::kInt8;
-  switch (kernel) {
-    case Int8GemmKernel::kAvx2:
-    case Int8GemmKernel::kAvx2X7:
-      if (q8) {  // int16 strips: half the depth keeps a row block's chunk in L1
-        return {kernels::int8_tile_q8_avx2, 16, kernels::kInt8Avx2Q8XRows, Int8XLayout::kInt16,
-                Int8PanelWeights::kPairs16, kInt8Depth / 2};
-      }
-      return {kernels::int8_tile_q4_avx2, 16, kernels::kInt8Avx2Q4XRows, Int8XLayout::kInt8,
-              Int8PanelWeights::kBytes};
-    case Int8GemmKernel::kAvxVnni:
-      return {q8 ? kernels::int8_tile_q8_avxvnni : kernels::int8_tile_q4_avxvnni, 16,
-              kernels::kInt8AvxVnniXRows, vnni_x, Int8PanelWeights::kBytes};
-    case Int8GemmKernel::kAvx512Vnni:
-      return {q8 ? kernels::int8_tile_q8_avx512 : kernels::int8_tile_q4_avx512, 32,
-              kernels::kInt8Avx512XRows, vnni_x, Int8PanelWeights::kBytes};
-    case Int8GemmKernel::kAvxVnniEmulated:
-      return {q8 ? kernels::int8_tile_q8_avxvnni_emulated : kernels::int8_tile_q4_avxvnni_emulated,
-              16, kernels::kInt8AvxVnniXRows, vnni_x, Int8PanelWeights::kBytes};
-  }
-  fail(ErrorCode::kInternal, "unknown int8 GEMM kernel");
-}
 
 // Where a q8/q4 matrix keeps its weights: groups of 4 rows, or strips of 32 rows (in_strips
 // types).
@@ -157,12 +95,12 @@ void quantize_x(const float* x, int64_t m, int64_t k, int64_t depth, kernels::In
       for (int64_t c0 = 0; c0 < k; c0 += depth) {
         const int64_t width = std::min(depth, k - c0), at = c0 * m + i * width;
         const int64_t blocks = width / kCols, block_at = c0 / kCols * m + i * blocks;
-        kernels::quantize_row_to_avx2(x + i * k + c0, blocks, qmax, q + at, scale + block_at,
+        kernels::quantize_row_to(x + i * k + c0, blocks, qmax, q + at, scale + block_at,
                                       sum + block_at);
         if (offset) {
           for (int64_t j = 0; j < width; ++j) u[at + j] = static_cast<uint8_t>(q[at + j] + 128);
         }
-        if (wide) kernels::int8_widen_avx2(q + at, width, w + at);
+        if (wide) kernels::int8_widen(q + at, width, w + at);
       }
     }
   });
@@ -182,20 +120,16 @@ const char* int8_gemm_kernel_name(Int8GemmKernel kernel) {
       return "avx512-vnni";
     case Int8GemmKernel::kAvxVnniEmulated:
       return "avx-vnni-emulated";
+    case Int8GemmKernel::kNeonDotprod:
+      return "neon-dotprod";
+    case Int8GemmKernel::kNeonI8mm:
+      return "neon-i8mm";
   }
   return "?";
 }
 
 int32_t int8_gemm_x_max(Int8GemmKernel kernel, QuantType type) {
   return kernel == Int8GemmKernel::kAvx2X7 && type == QuantType::kQ8Strips ? 63 : 127;
-}
-
-bool cpu_has_avx_vnni() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return cpu_isa() != IsaLevel::kScalar && __builtin_cpu_supports("avxvnni");
-  }();
-  return has;
 }
 
 void release_int8_gemm_scratch() {
@@ -206,20 +140,6 @@ void release_int8_gemm_scratch() {
 size_t int8_gemm_scratch_bytes() {
   return t_x.q.size() + t_x.u.size() + t_x.w.size() * 2 + t_x.scale.size() * 4 +
          t_x.sum.size() * 4 + t_buffers.panel.size() + t_buffers.c.size() * 4;
-}
-
-bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
-  switch (kernel) {
-    case Int8GemmKernel::kAvx2:
-    case Int8GemmKernel::kAvx2X7:
-    case Int8GemmKernel::kAvxVnniEmulated:
-      return cpu_isa() != IsaLevel::kScalar;
-    case Int8GemmKernel::kAvxVnni:
-      return cpu_has_avx_vnni();
-    case Int8GemmKernel::kAvx512Vnni:
-      return cpu_isa() == IsaLevel::kAvx512;
-  }
-  return false;
 }
 
 namespace {
@@ -299,7 +219,7 @@ void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t 
         return out.packed.strip_block(r0 + s * info.strip_rows, b0);
       };
       if (!info.reads_stored) {
-        kernels::int8_repack_avx2(out.source, r0 / kRows, strips, info.strip_rows, 0, nb,
+        kernels::int8_repack(out.source, r0 / kRows, strips, info.strip_rows, 0, nb,
                                   info.weights, buf.panel.data());
       }
       for (int64_t m0 = 0; m0 < m; m0 += kInt8XBlock) {
@@ -350,21 +270,7 @@ void int8_gemm_multi(Int8GemmKernel kernel, const float* x, int64_t m, const Mat
   const QuantType type = outputs[0].w->type();
   QVL_CHECK(int8_gemm_type(type));
   QVL_CHECK(cpu_runs_int8_gemm_kernel(kernel));
-  // Below the GEMM's rows (decode) the AVX2 kernels would repack the whole matrix per call for a
-  // few rows: the 256-bit VNNI tile reads the strips in place instead, with vpdpbusd emulated
-  // exactly in AVX2 (q8), or for q4 nibbles by vpmaddubsw + vpmaddwd.
-  const bool avx2 = kernel == Int8GemmKernel::kAvx2 || kernel == Int8GemmKernel::kAvx2X7;
-  if (avx2 && type == QuantType::kQ4Strips && m < kernels::kGemmMinRows) {
-    kernels::Int8KernelInfo info = kernel_info(Int8GemmKernel::kAvxVnniEmulated, type);
-    info.tile = kernels::int8_tile_q4s_avx2;
-    run_int8_gemm(info, x, m, outputs, count);
-    return;
-  }
-  if (kernel == Int8GemmKernel::kAvx2 && type == QuantType::kQ8Strips &&
-      m < kernels::kGemmMinRows) {
-    kernel = Int8GemmKernel::kAvxVnniEmulated;
-  }
-  run_int8_gemm(kernel_info(kernel, type), x, m, outputs, count);
+  run_int8_gemm(kernels::int8_kernel_info(kernel, type, m), x, m, outputs, count);
 }
 
 void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMatrix& w,
@@ -376,11 +282,42 @@ void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMat
 void int8_gemm_with_tile(Int8GemmKernel kernel, Int8TileFunction tile, const float* x, int64_t m,
                          const PackedMatrix& w, const float* bias, float* y) {
   QVL_CHECK(int8_gemm_type(w.type()));
-  QVL_CHECK(cpu_isa() != IsaLevel::kScalar);  // the driver's quantizer and repacker use AVX2
-  kernels::Int8KernelInfo info = kernel_info(kernel, w.type());
+  QVL_CHECK(cpu_runs_int8_gemm_kernel(kernel));
+  kernels::Int8KernelInfo info = kernels::int8_kernel_info(kernel, w.type(), m);
   info.tile = tile;
   const MatmulOutput output{&w, bias, y};
   run_int8_gemm(info, x, m, &output, 1);
+}
+
+bool int8_gemm_kernel_agrees_with_reference(Int8GemmKernel kernel) {
+  // n = 42: a partial strip of every kernel; k = 288: a full chunk and a one-block tail;
+  // m = 19: a partial x-row tile of every kernel.
+  const int64_t n = 42, k = 288, m = kernels::kGemmMinRows + 3;
+  std::mt19937 rng(2);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k));
+  for (auto& v : w) v = 0.05f * dist(rng);
+  for (auto& v : x) v = dist(rng);
+  for (QuantType type :
+       {QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips, QuantType::kQ4Strips}) {
+    if (!kernels::int8_kernel_supports(kernel, type)) continue;
+    const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
+    std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
+    int8_gemm_reference(x.data(), m, packed, nullptr, want.data(), int8_gemm_x_max(kernel, type));
+    int8_gemm(kernel, x.data(), m, packed, nullptr, got.data());
+    float largest = 0;
+    for (float v : want) largest = std::max(largest, std::fabs(v));
+    for (size_t i = 0; i < want.size(); ++i) {
+      // Only the fp32 summation order differs; a wrong kernel is off by ~100%.
+      if (!(std::fabs(got[i] - want[i]) <= 1e-4f * largest)) {
+        QVL_LOG(kError) << int8_gemm_kernel_name(kernel) << " " << quant_type_name(type)
+                        << " int8 GEMM disagrees with the reference (" << got[i] << " vs "
+                        << want[i] << "); not using it";
+        return false;
+      }
+    }
+  }
+  return true;
 }
 
 void int8_gemm_reference(const float* x, int64_t m, const PackedMatrix& w, const float* bias,

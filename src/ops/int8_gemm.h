@@ -23,20 +23,26 @@ namespace qvl::ops {
 // x keeps vpmaddubsw's int16 pairs from saturating, so 32 multiply-adds take 3 instructions instead
 // of kAvx2's 4, at twice the activation rounding. matmul uses it only where asked to
 // (ActivationPrecision::kFastest: the vision tower) on AVX2 without AVX-VNNI.
+// kNeonDotprod (ARMv8.2 SDOT) and kNeonI8mm (SMMLA/USMMLA) read stored strips in place on aarch64
+// (src/ops/arm/int8_gemm_neon.h).
 enum class Int8GemmKernel {
   kAvx2,
   kAvx2X7,
   kAvxVnni,
   kAvx512Vnni,
-  kAvxVnniEmulated
+  kAvxVnniEmulated,
+  kNeonDotprod,
+  kNeonI8mm
 };
 const char* int8_gemm_kernel_name(Int8GemmKernel kernel);
 // The largest |q| the kernel rounds x to on a matrix of `type`: 63 for kAvx2X7 on kQ8Strips, else
 // 127.
 int32_t int8_gemm_x_max(Int8GemmKernel kernel, QuantType type);
-bool cpu_has_avx_vnni();
 // Whether this CPU can run the kernel (not whether it passed the self-check).
 bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel);
+// The start-up self-check of a kernel: every weight type on a small product with tails, against
+// int8_gemm_reference (logged as an error when it disagrees).
+bool int8_gemm_kernel_agrees_with_reference(Int8GemmKernel kernel);
 
 // Frees the calling thread's quantized copy of x and tile buffers, which otherwise keep the size
 // of its largest product (e.g. an image's on a request thread); the next call allocates again.
@@ -55,7 +61,7 @@ void int8_gemm_multi(Int8GemmKernel kernel, const float* x, int64_t m, const Mat
 
 // Tests: int8_gemm's driver (x quantization, weight repacking, blocking, tails) for `kernel`'s
 // layout, with `tile` in place of its micro-kernel (e.g. the kernel's source compiled on a scalar
-// model of an ISA this CPU lacks), so that driver/tile layout mismatches show. Needs AVX2.
+// model of an ISA this CPU lacks), so that driver/tile layout mismatches show.
 namespace kernels {
 struct Int8Tile;
 }  // namespace kernels

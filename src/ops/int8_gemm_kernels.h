@@ -19,6 +19,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+
+#include "ops/int8_gemm.h"
 
 namespace qvl::ops::kernels {
 
@@ -73,35 +76,6 @@ struct Int8KernelInfo {
   bool reads_stored = false;  // a stored-strip tile: strip matrices are used in place
 };
 
-// AVX2: q8 by vpmaddwd on int16 weights and x (kPairs16, kInt16), q4 by vpmaddubsw(nibble, x)
-// summed in 16 bit over a block (see int8_gemm_avx2.cpp).
-void int8_tile_q8_avx2(const Int8Tile& t);
-void int8_tile_q4_avx2(const Int8Tile& t);
-// AVX2 on stored q8 strips in place with 7-bit x (Int8XLayout::kInt7): vpmaddubsw(q + 128, x),
-// whose int16 pairs cannot saturate (255 * 63 * 2 < 32768), then vpmaddwd by ones and vpaddd: 3
-// instructions per 32 multiply-adds instead of 4 (int8_gemm_avx2.cpp), less 128 * sum(x).
-void int8_tile_q8s_avx2_x7(const Int8Tile& t);
-// AVX2 on stored q4 strips in place (decode and batches below kGemmMinRows): the 256-bit VNNI tile
-// with vpdpbusd as vpmaddubsw(nibble, x) + vpmaddwd by ones (exact for nibbles). Against the exact
-// 9-instruction emulation it replaced (Zen 5 at --isa avx2, 2 threads, BM_SmallBatchMatmul q4
-// strips): m 1 1.0-1.4x, m 2-15 1.35-1.6x faster.
-void int8_tile_q4s_avx2(const Int8Tile& t);
-// AVX-VNNI (256-bit vpdpbusd) and AVX-512 VNNI (512-bit).
-void int8_tile_q8_avxvnni(const Int8Tile& t);
-void int8_tile_q4_avxvnni(const Int8Tile& t);
-// The AVX-VNNI kernels with vpdpbusd emulated in AVX2 (tests only: runs their code anywhere).
-void int8_tile_q8_avxvnni_emulated(const Int8Tile& t);
-void int8_tile_q4_avxvnni_emulated(const Int8Tile& t);
-void int8_tile_q8_avx512(const Int8Tile& t);
-void int8_tile_q4_avx512(const Int8Tile& t);
-// The stored-strip variants (kQ8Strips / kQ4Strips in place; x as int8 q).
-void int8_tile_q8s_avxvnni(const Int8Tile& t);
-void int8_tile_q8s_avxvnni_emulated(const Int8Tile& t);
-void int8_tile_q8s_avx512(const Int8Tile& t);
-void int8_tile_q4s_avxvnni(const Int8Tile& t);
-void int8_tile_q4s_avxvnni_emulated(const Int8Tile& t);
-void int8_tile_q4s_avx512(const Int8Tile& t);
-
 // Stored q8/q4 groups (see packed_matrix.h) the strips are made from, or a kQ8Strips/kQ4Strips
 // matrix (strip_bytes != 0: strips of kStripRows rows, strip_block_bytes per block; groups is its
 // first).
@@ -112,21 +86,27 @@ struct Int8RepackSource {
   bool q8;
   int64_t strip_bytes = 0, strip_block_bytes = 0;
 };
+// The architecture's part of the int8 GEMM (src/ops/<arch>/int8_gemm_registry.cpp):
+// the tile and layouts of `kernel` (one this CPU runs) for a matrix of `type` and m rows of x.
+// A kernel may hand small batches (m < kGemmMinRows) to another tile that suits them.
+Int8KernelInfo int8_kernel_info(Int8GemmKernel kernel, QuantType type, int64_t m);
+// Whether `kernel` multiplies matrices of `type` (q8/q4, groups or strips).
+bool int8_kernel_supports(Int8GemmKernel kernel, QuantType type);
+// The kernel matmul uses at `isa` (a level this CPU runs) for matrices of `type`, or nullopt
+// where the level has none for the type (matmul then runs the small-batch kernels).
+std::optional<Int8GemmKernel> int8_kernel_for(IsaLevel isa, QuantType type,
+                                              ActivationPrecision precision);
+// Whether the dispatch may use AVX-VNNI where the CPU has it (set_avx_vnni_allowed).
+bool avx_vnni_allowed();
+// quantize_row_to_scalar with the same bits, by this CPU's fastest code.
+void quantize_row_to(const float* x, int64_t nb, int32_t qmax, int8_t* q, float* scale,
+                     int32_t* sum);
 // Repacks `strips` strips of nr rows starting at group g0 (row 4 * g0), blocks [b0, b0 + nbc),
 // into panel (strip s at s * nbc * int8_strip_block_bytes(nr, weights)). Sums are written for q8
-// only; kPairs16 is for q8 only.
-void int8_repack_avx2(const Int8RepackSource& src, int64_t g0, int64_t strips, int64_t nr,
-                      int64_t b0, int64_t nbc, Int8PanelWeights weights, uint8_t* panel);
-
+// only; kPairs16 is for q8 only. Only called for kernels whose info has reads_stored false.
+void int8_repack(const Int8RepackSource& src, int64_t g0, int64_t strips, int64_t nr, int64_t b0,
+                 int64_t nbc, Int8PanelWeights weights, uint8_t* panel);
 // dst[j] = src[j] for j < n (n a multiple of 32): x widened for Int8XLayout::kInt16.
-void int8_widen_avx2(const int8_t* src, int64_t n, int16_t* dst);
-
-inline constexpr int64_t kInt8Avx2Q4XRows = 6;
-inline constexpr int64_t kInt8Avx2Q8XRows = 6;
-inline constexpr int64_t kInt8AvxVnniXRows = 6;
-inline constexpr int64_t kInt8Avx2X7XRows = 5;
-inline constexpr int64_t kInt8Avx512XRows = 6;
-// The AVX-512 stored-strip tiles: a decode step of 8 streams in one pass.
-inline constexpr int64_t kInt8Avx512StoredXRows = 8;
+void int8_widen(const int8_t* src, int64_t n, int16_t* dst);
 
 }  // namespace qvl::ops::kernels

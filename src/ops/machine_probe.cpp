@@ -273,21 +273,20 @@ MachineProbe probe_machine(const ProbeOptions& options) {
   // Touch every page (and give the reads something to add).
   for (int64_t i = 0; i < bytes; ++i) buffer[static_cast<size_t>(i)] = static_cast<uint8_t>(i * 7);
 
-  const bool avx512 = m.isa == IsaLevel::kAvx512, avx2 = m.isa == IsaLevel::kAvx2;
-  const auto read = avx512 ? pk::read_sum_avx512 : avx2 ? pk::read_sum_avx2 : pk::read_sum_scalar;
-  const auto fma = avx512 ? pk::fma_loop_avx512 : avx2 ? pk::fma_loop_avx2 : pk::fma_loop_scalar;
-  const int64_t fma_ops = avx512 ? pk::kFmaAvx512PerIter
-                          : avx2 ? pk::kFmaAvx2PerIter
-                                 : pk::kFmaScalarPerIter;
-  const auto int8 = avx512 ? pk::int8_dot_loop_avx512
-                    : avx2 ? pk::int8_dot_loop_avx2
-                           : pk::int8_dot_loop_scalar;
-  const int64_t int8_ops = avx512 ? pk::kInt8Avx512PerIter
-                           : avx2 ? pk::kInt8Avx2PerIter
-                                  : pk::kInt8ScalarPerIter;
-  m.fp32_instruction = avx512 ? "vfmadd231ps zmm" : avx2 ? "vfmadd231ps ymm" : "scalar mul+add";
-  m.bf16_instruction = avx512 ? "vdpbf16ps zmm" : "";
-  m.int8_instruction = avx512 ? "vpdpbusd zmm" : avx2 ? "vpmaddubsw+vpmaddwd ymm" : "scalar";
+  static const pk::ProbeKernels scalar{
+      pk::fma_loop_scalar,     pk::kFmaScalarPerIter, "scalar mul+add", nullptr, 0, "",
+      pk::int8_dot_loop_scalar, pk::kInt8ScalarPerIter, "scalar",        pk::read_sum_scalar};
+  const pk::ProbeKernels* found =
+      m.isa == IsaLevel::kScalar ? nullptr : pk::probe_kernels_for(m.isa);
+  const pk::ProbeKernels& k = found != nullptr ? *found : scalar;
+  const auto read = k.read_sum;
+  const auto fma = k.fma_loop;
+  const int64_t fma_ops = k.fma_per_iter;
+  const auto int8 = k.int8_dot_loop;
+  const int64_t int8_ops = k.int8_per_iter;
+  m.fp32_instruction = k.fp32_instruction;
+  m.bf16_instruction = k.bf16_dot_loop != nullptr ? k.bf16_instruction : "";
+  m.int8_instruction = k.int8_instruction;
 
   for (const int t : counts) {
     ProbeFigures f;
@@ -302,13 +301,12 @@ MachineProbe probe_machine(const ProbeOptions& options) {
             t, options.seconds, fma_ops,
             [&](int64_t iters) { sink(std::bit_cast<uint32_t>(fma(iters, 0.5f, 1.0f))); }) *
         1e-9;
-    if (avx512) {
+    if (k.bf16_dot_loop != nullptr) {
       f.bf16_dot_gflop_per_s =
-          best_compute_rate(
-              t, options.seconds, pk::kBf16Avx512PerIter,
-              [&](int64_t iters) {
-                sink(std::bit_cast<uint32_t>(pk::bf16_dot_loop_avx512(iters, 0.5f, 0.25f)));
-              }) *
+          best_compute_rate(t, options.seconds, k.bf16_per_iter,
+                            [&](int64_t iters) {
+                              sink(std::bit_cast<uint32_t>(k.bf16_dot_loop(iters, 0.5f, 0.25f)));
+                            }) *
           1e-9;
     }
     f.int8_dot_gop_per_s =

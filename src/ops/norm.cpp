@@ -57,25 +57,24 @@ void for_rows(int64_t rows, int64_t n, Fn&& row) {
 
 void rms_norm(const float* x, const float* weight, float eps, int64_t rows, int64_t n, float* y) {
   namespace ek = elementwise_kernels;
-  const IsaLevel isa = ek::usable_isa();
-  if (isa == IsaLevel::kScalar) {
+  const ek::ElementwiseKernels* k = ek::usable_kernels();
+  if (k == nullptr) {
     ek::rms_norm_reference(x, weight, eps, rows, n, y);
     return;
   }
-  const auto kernel = isa == IsaLevel::kAvx512 ? ek::rms_norm_row_avx512 : ek::rms_norm_row_avx2;
+  const auto kernel = k->rms_norm_row;
   for_rows(rows, n, [&](int64_t r) { kernel(x + r * n, weight, eps, n, y + r * n); });
 }
 
 void layer_norm(const float* x, const float* weight, const float* bias, float eps, int64_t rows,
                 int64_t n, float* y) {
   namespace ek = elementwise_kernels;
-  const IsaLevel isa = ek::usable_isa();
-  if (isa == IsaLevel::kScalar) {
+  const ek::ElementwiseKernels* k = ek::usable_kernels();
+  if (k == nullptr) {
     ek::layer_norm_reference(x, weight, bias, eps, rows, n, y);
     return;
   }
-  const auto kernel =
-      isa == IsaLevel::kAvx512 ? ek::layer_norm_row_avx512 : ek::layer_norm_row_avx2;
+  const auto kernel = k->layer_norm_row;
   for_rows(rows, n, [&](int64_t r) { kernel(x + r * n, weight, bias, eps, n, y + r * n); });
 }
 

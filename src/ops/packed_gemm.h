@@ -60,21 +60,17 @@ struct GemmKernels {
   void (*tile)(const void* x, const void* w, int64_t depth, float* y, int64_t ldy, bool accumulate);
 };
 
-extern const GemmKernels kGemmF32Avx2;
-extern const GemmKernels kGemmF32Avx512;
-extern const GemmKernels kGemmBf16Avx512;  // GemmType::kBF16 weights only
+// The kernel set of `isa` (a level this CPU runs) for weights of `type`, or null where the level
+// has none (matmul then runs the small-batch kernels). Per architecture:
+// src/ops/<arch>/kernel_registry.cpp.
+const GemmKernels* gemm_kernels_for(IsaLevel isa, QuantType type);
 
-// Shared parts of the kernel sets. pack_x_panel_f32 is plain code; the strip packers use AVX2
-// (every CPU with an AVX-512 level has it), 8x8 transposes of 32-bit words.
+// Shared by the kernel sets: plain code.
 void pack_x_panel_f32(const float* x, int64_t rows, int64_t ldx, int64_t depth, int tile_x_rows,
                       void* panel);
-void pack_strips_f32_avx2(const GemmProblem& p, int64_t r0, int64_t strips, int strip_rows,
-                          int64_t k0, int64_t depth, void* out);
-void pack_strips_bf16_pairs_avx2(const GemmProblem& p, int64_t r0, int64_t strips, int strip_rows,
-                                 int64_t k0, int64_t depth, void* out);
 
 // y[m, w.rows()] = x * W^T (+ bias) through kernel set g; w is kBF16/kQ8/kQ4 (kBF16 only for
-// kGemmBf16Avx512), m >= 1, w.cols() % 32 == 0. Threads via ThreadPool::global().
+// kernel sets that take it), m >= 1, w.cols() % 32 == 0. Threads via ThreadPool::global().
 void gemm(const GemmKernels& g, const float* x, int64_t m, const PackedMatrix& w, const float* bias,
           float* y);
 

@@ -42,21 +42,22 @@ size_t rows_per_task(int64_t k) {
   return static_cast<size_t>(std::max<int64_t>(1, kValuesPerTask / k));
 }
 
-PreparedX prepare_bf16(const float* x, int64_t m, int64_t k, IsaLevel isa) {
+PreparedX prepare_bf16(const float* x, int64_t m, int64_t k, kernels::Bf16RunX layout) {
   PreparedX p;
-  if (isa == IsaLevel::kScalar) {
+  if (layout == kernels::Bf16RunX::kF32) {
     p.bf16_rows = x;
     p.row_bytes = static_cast<size_t>(k) * 4;
     return p;
   }
-  const size_t elem = isa == IsaLevel::kAvx2 ? 4 : 2;
+  const bool even_odd = layout == kernels::Bf16RunX::kF32EvenOdd16;
+  const size_t elem = even_odd ? 4 : 2;
   p.row_bytes = static_cast<size_t>(k) * elem;
   t_scratch.x.resize(p.row_bytes * static_cast<size_t>(m));
   uint8_t* base = t_scratch.x.data();
   const auto prepare_rows = [&](size_t i0, size_t i1) {
     for (size_t i = i0; i < i1; ++i) {
       const float* xi = x + static_cast<int64_t>(i) * k;
-      if (isa == IsaLevel::kAvx2) {  // each 16 columns as 8 even then 8 odd ones
+      if (even_odd) {  // each 16 columns as 8 even then 8 odd ones
         auto* out = reinterpret_cast<float*>(base + i * p.row_bytes);
         for (int64_t c = 0; c < k; c += 16) {
           for (int64_t j = 0; j < 8; ++j) {
@@ -75,7 +76,7 @@ PreparedX prepare_bf16(const float* x, int64_t m, int64_t k, IsaLevel isa) {
   return p;
 }
 
-PreparedX prepare_quantized(const float* x, int64_t m, int64_t k, IsaLevel isa) {
+PreparedX prepare_quantized(const float* x, int64_t m, int64_t k, const kernels::RunKernels& kernel) {
   const int64_t nb = k / kCols;
   t_scratch.x.resize(static_cast<size_t>(m * k));
   t_scratch.scale.resize(static_cast<size_t>(m * nb));
@@ -85,8 +86,7 @@ PreparedX prepare_quantized(const float* x, int64_t m, int64_t k, IsaLevel isa) 
   float* scale = t_scratch.scale.data();
   int32_t* sum = t_scratch.sum.data();
   float* scaled_sum = t_scratch.scaled_sum.data();
-  const auto quantize =
-      isa == IsaLevel::kScalar ? kernels::quantize_row_scalar : kernels::quantize_row_avx2;
+  const auto quantize = kernel.quantize_row;
   const auto prepare_rows = [&](size_t i0, size_t i1) {
     for (int64_t i = static_cast<int64_t>(i0); i < static_cast<int64_t>(i1); ++i) {
       quantize(x + i * k, nb, q + i * k, scale + i * nb, sum + i * nb);
@@ -104,23 +104,13 @@ PreparedX prepare_quantized(const float* x, int64_t m, int64_t k, IsaLevel isa) 
   return p;
 }
 
-struct RunKernels {
-  kernels::Bf16RunKernel bf16;
-  kernels::QuantRunKernel q8;
-  kernels::QuantRunKernel q4;
-};
-
-RunKernels kernels_for(IsaLevel isa) {
-  using namespace kernels;  // NOLINT: a table of kernel names
-  switch (isa) {
-    case IsaLevel::kAvx512:
-      return {bf16_run_avx512, q8_run_avx512, q4_run_avx512};
-    case IsaLevel::kAvx2:
-      return {bf16_run_avx2, q8_run_avx2, q4_run_avx2};
-    case IsaLevel::kScalar:
-      break;
-  }
-  return {bf16_run_scalar, q8_run_scalar, q4_run_scalar};
+const kernels::RunKernels& kernels_for(IsaLevel isa) {
+  static const kernels::RunKernels scalar{kernels::bf16_run_scalar, kernels::Bf16RunX::kF32,
+                                          kernels::q8_run_scalar, kernels::q4_run_scalar,
+                                          kernels::quantize_row_scalar};
+  if (isa == IsaLevel::kScalar) return scalar;
+  const kernels::RunKernels* k = kernels::run_kernels_for(isa);
+  return k != nullptr ? *k : scalar;
 }
 
 // One matrix's part of the shared work: its groups are [first_group, first_group + groups) of the
@@ -150,9 +140,9 @@ void small_batch_matmul(IsaLevel isa, const float* x, int64_t m, const MatmulOut
                      outputs[j].bias, outputs[j].y});
     total_groups += groups;
   }
-  const PreparedX px =
-      type == QuantType::kBF16 ? prepare_bf16(x, m, k, isa) : prepare_quantized(x, m, k, isa);
-  const RunKernels kernel = kernels_for(isa);
+  const kernels::RunKernels& kernel = kernels_for(isa);
+  const PreparedX px = type == QuantType::kBF16 ? prepare_bf16(x, m, k, kernel.bf16_x)
+                                                : prepare_quantized(x, m, k, kernel);
   const int64_t group_bytes = static_cast<int64_t>(packed_size_bytes(type, kRows, k));
   const int64_t scale_bytes = type == QuantType::kBF16 ? 0 : nb * kernels::kScaleBytes;
 
@@ -204,7 +194,7 @@ bool run_kernels_agree_with_scalar(IsaLevel isa, const float* x, const PackedMat
   const int64_t k = w.cols(), nb = k / kCols;
   QVL_CHECK(w.rows() >= kernels::kMaxRunGroups * kRows);
   const QuantType type = w.type();
-  const RunKernels fast = kernels_for(isa), oracle = kernels_for(IsaLevel::kScalar);
+  const kernels::RunKernels &fast = kernels_for(isa), &oracle = kernels_for(IsaLevel::kScalar);
   const int64_t group_bytes = static_cast<int64_t>(packed_size_bytes(type, kRows, k));
   const int64_t scale_bytes = type == QuantType::kBF16 ? 0 : nb * kernels::kScaleBytes;
   const auto* weights = static_cast<const uint8_t*>(w.bytes());
@@ -215,11 +205,11 @@ bool run_kernels_agree_with_scalar(IsaLevel isa, const float* x, const PackedMat
       const kernels::GroupRun run{weights, group_bytes, scale_bytes, nb, count};
       float got[kOut], want[kOut];
       if (type == QuantType::kBF16) {
-        const PreparedX px = prepare_bf16(x, nx, k, isa);
+        const PreparedX px = prepare_bf16(x, nx, k, fast.bf16_x);
         fast.bf16(run, px.bf16_rows, px.row_bytes, nx, got);
         oracle.bf16(run, x, static_cast<size_t>(k) * 4, nx, want);
       } else {
-        const PreparedX px = prepare_quantized(x, nx, k, IsaLevel::kScalar);
+        const PreparedX px = prepare_quantized(x, nx, k, oracle);
         const kernels::QuantX qx{px.q, px.scale, px.sum, nb, px.scaled_sum};
         (type == QuantType::kQ8 ? fast.q8 : fast.q4)(run, qx, nx, got);
         (type == QuantType::kQ8 ? oracle.q8 : oracle.q4)(run, qx, nx, want);

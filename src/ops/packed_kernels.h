@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ops/isa.h"
+
 namespace qvl::ops::kernels {
 
 // Layout constants (see packed_matrix.h).
@@ -70,24 +72,26 @@ using QuantRunKernel = void (*)(const GroupRun& w, const QuantX& x, int nx, floa
 void bf16_run_scalar(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out);
 void q8_run_scalar(const GroupRun& w, const QuantX& x, int nx, float* out);
 void q4_run_scalar(const GroupRun& w, const QuantX& x, int nx, float* out);
-void bf16_run_avx2(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out);
-void q8_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out);
-void q4_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out);
-void bf16_run_avx512(const GroupRun& w, const void* x, size_t x_stride, int nx, float* out);
-void q8_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out);
-void q4_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out);
-
 // Quantizes one activation row of k = nb * 32 values per block of 32: scale = absmax / 127,
 // q = round-to-nearest-even(x * (127 / absmax)) in [-127, 127], sum = sum of q. The AVX2 variant
-// computes bit-identical results.
+// SIMD variants compute bit-identical results.
 void quantize_row_scalar(const float* x, int64_t nb, int8_t* q, float* scale, int32_t* sum);
-void quantize_row_avx2(const float* x, int64_t nb, int8_t* q, float* scale, int32_t* sum);
 // The same to [-qmax, qmax] (1 <= qmax <= 127): scale = absmax / qmax, q = round(x * (qmax /
 // absmax)); qmax 127 is quantize_row_*.
 void quantize_row_to_scalar(const float* x, int64_t nb, int32_t qmax, int8_t* q, float* scale,
                             int32_t* sum);
-void quantize_row_to_avx2(const float* x, int64_t nb, int32_t qmax, int8_t* q, float* scale,
-                          int32_t* sum);
+
+// The run kernels of a level. bf16_x: how its bf16 kernel takes x (see above).
+enum class Bf16RunX { kF32, kF32EvenOdd16, kBf16 };
+struct RunKernels {
+  Bf16RunKernel bf16;
+  Bf16RunX bf16_x;
+  QuantRunKernel q8, q4;
+  void (*quantize_row)(const float* x, int64_t nb, int8_t* q, float* scale, int32_t* sum);
+};
+// The run kernels of `isa` (a level this CPU runs), or null where the level has none (the scalar
+// ones run). Per architecture: src/ops/<arch>/kernel_registry.cpp.
+const RunKernels* run_kernels_for(IsaLevel isa);
 
 // Below kGemmMinRows rows matmul runs the kernels above; from it on, a blocked GEMM
 // (packed_gemm.h) or the int8 GEMM (int8_gemm.h).

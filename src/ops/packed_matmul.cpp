@@ -14,6 +14,7 @@
 #include "base/stage_profile.h"
 #include "base/thread_pool.h"
 #include "ops/int8_gemm.h"
+#include "ops/int8_gemm_kernels.h"
 #include "ops/matmul.h"
 #include "ops/packed_gemm.h"
 #include "ops/packed_gemv.h"
@@ -25,24 +26,6 @@ namespace {
 
 using kernels::kCols;
 using kernels::kRows;
-
-IsaLevel detect_isa() {
-  __builtin_cpu_init();
-  // DQ too: the decode attention and elementwise kernels are built for it (vextractf32x8 in
-  // their reductions).
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni") &&
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
-    return IsaLevel::kAvx512;
-  }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
-    return IsaLevel::kAvx2;
-  }
-  return IsaLevel::kScalar;
-}
 
 // -1 = automatic, else an IsaLevel.
 std::atomic<int> g_isa_override{-1};
@@ -62,87 +45,30 @@ GemmActivations default_gemm_activations() {
   return act;
 }
 
-// The AVX-VNNI kernels are a sub-feature of IsaLevel::kAvx2: checked against the oracle on first
-// use like the levels are; on a mismatch the AVX2 kernels stay in use.
-bool int8_kernel_agrees_with_reference(Int8GemmKernel kernel) {
-  // n = 42: a partial strip of every kernel; k = 288: a full chunk and a one-block tail;
-  // m = 19: a partial x-row tile of every kernel.
-  const int64_t n = 42, k = 288, m = kernels::kGemmMinRows + 3;
-  std::mt19937 rng(2);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> w(static_cast<size_t>(n * k)), x(static_cast<size_t>(m * k));
-  for (auto& v : w) v = 0.05f * dist(rng);
-  for (auto& v : x) v = dist(rng);
-  for (QuantType type :
-       {QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips, QuantType::kQ4Strips}) {
-    const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
-    std::vector<float> want(static_cast<size_t>(m * n)), got(want.size());
-    int8_gemm_reference(x.data(), m, packed, nullptr, want.data(), int8_gemm_x_max(kernel, type));
-    int8_gemm(kernel, x.data(), m, packed, nullptr, got.data());
-    float largest = 0;
-    for (float v : want) largest = std::max(largest, std::fabs(v));
-    for (size_t i = 0; i < want.size(); ++i) {
-      // Only the fp32 summation order differs; a wrong kernel is off by ~100%.
-      if (!(std::fabs(got[i] - want[i]) <= 1e-4f * largest)) {
-        QVL_LOG(kError) << int8_gemm_kernel_name(kernel) << " " << quant_type_name(type)
-                        << " int8 GEMM disagrees with the reference (" << got[i] << " vs "
-                        << want[i] << "); not using it";
-        return false;
-      }
-    }
-  }
-  return true;
-}
-
-bool avx_vnni_usable() {
-  static const bool usable =
-      cpu_has_avx_vnni() && int8_kernel_agrees_with_reference(Int8GemmKernel::kAvxVnni);
-  return usable;
-}
-
-bool avx2_x7_usable() {
-  static const bool usable = int8_kernel_agrees_with_reference(Int8GemmKernel::kAvx2X7);
-  return usable;
-}
-
 std::atomic<bool> g_avx_vnni_allowed{true};
-
-Int8GemmKernel int8_kernel_for(IsaLevel isa,
-                               ActivationPrecision precision = ActivationPrecision::kInt8) {
-  if (isa == IsaLevel::kAvx512) return Int8GemmKernel::kAvx512Vnni;
-  if (g_avx_vnni_allowed.load() && avx_vnni_usable()) return Int8GemmKernel::kAvxVnni;
-  return precision == ActivationPrecision::kFastest && avx2_x7_usable() ? Int8GemmKernel::kAvx2X7
-                                                                        : Int8GemmKernel::kAvx2;
-}
-
-// m >= kGemmMinRows on AVX2 and up with fp32 activations: the blocked GEMM (packed_gemm.h).
-// Activations stay fp32 (no int8 rounding: the dequantized weights are exact in fp32), except
-// that bf16 weights on AVX-512 multiply bf16-rounded activations with vdpbf16ps (fp32 sums).
-const kernels::GemmKernels& gemm_kernels_for(IsaLevel isa, QuantType type) {
-  if (isa == IsaLevel::kAvx512) {
-    return type == QuantType::kBF16 ? kernels::kGemmBf16Avx512 : kernels::kGemmF32Avx512;
-  }
-  return kernels::kGemmF32Avx2;
-}
 
 void matmul_on(IsaLevel isa, GemmActivations act, const float* x, int64_t m, const PackedMatrix& w,
                const float* bias, float* y,
                ActivationPrecision precision = ActivationPrecision::kInt8) {
+  const std::optional<Int8GemmKernel> int8 =
+      isa == IsaLevel::kScalar ? std::nullopt : kernels::int8_kernel_for(isa, w.type(), precision);
   if (in_strips(w.type())) {  // stored for the int8 GEMM, whatever m is
-    if (isa == IsaLevel::kScalar) {
-      int8_gemm_reference(x, m, w, bias, y);
+    if (int8) {
+      int8_gemm(*int8, x, m, w, bias, y);
     } else {
-      int8_gemm(int8_kernel_for(isa, precision), x, m, w, bias, y);
+      int8_gemm_reference(x, m, w, bias, y);
     }
     return;
   }
+  // m >= kGemmMinRows with fp32 activations: the blocked GEMM (packed_gemm.h). Activations stay
+  // fp32 (no int8 rounding: the dequantized weights are exact in fp32), except that bf16 weights
+  // on AVX-512 multiply bf16-rounded activations with vdpbf16ps (fp32 sums).
   if (isa != IsaLevel::kScalar && m >= kernels::kGemmMinRows) {
     if (act == GemmActivations::kInt8 && w.type() != QuantType::kBF16) {
-      int8_gemm(int8_kernel_for(isa, precision), x, m, w, bias, y);
-    } else {
-      kernels::gemm(gemm_kernels_for(isa, w.type()), x, m, w, bias, y);
+      if (int8) return int8_gemm(*int8, x, m, w, bias, y);
+    } else if (const kernels::GemmKernels* gemm = kernels::gemm_kernels_for(isa, w.type())) {
+      return kernels::gemm(*gemm, x, m, w, bias, y);
     }
-    return;
   }
   const MatmulOutput output{&w, bias, y};
   detail::small_batch_matmul(isa, x, m, &output, 1);
@@ -199,28 +125,11 @@ bool kernels_agree_with_scalar(IsaLevel isa) {
 
 }  // namespace
 
-const char* isa_level_name(IsaLevel level) {
-  switch (level) {
-    case IsaLevel::kScalar:
-      return "scalar";
-    case IsaLevel::kAvx2:
-      return "avx2";
-    case IsaLevel::kAvx512:
-      return "avx512";
-  }
-  return "?";
-}
-
-IsaLevel cpu_isa() {
-  static const IsaLevel level = detect_isa();
-  return level;
-}
-
 IsaLevel best_isa() {
   static const IsaLevel level = [] {
     IsaLevel usable = cpu_isa();
     while (usable != IsaLevel::kScalar && !kernels_agree_with_scalar(usable)) {
-      usable = static_cast<IsaLevel>(static_cast<int>(usable) - 1);
+      usable = lower_isa_level(usable);
     }
     return usable;
   }();
@@ -228,7 +137,13 @@ IsaLevel best_isa() {
 }
 
 void set_isa_override(std::optional<IsaLevel> level) {
-  if (level && static_cast<int>(*level) > static_cast<int>(best_isa())) {
+  const auto runs = [](IsaLevel wanted) {
+    for (IsaLevel l = best_isa();; l = lower_isa_level(l)) {
+      if (l == wanted) return true;
+      if (l == IsaLevel::kScalar) return false;
+    }
+  };
+  if (level && !runs(*level)) {
     fail(ErrorCode::kUnsupported, std::string("this CPU cannot run ") + isa_level_name(*level) +
                                       " kernels (best: " + isa_level_name(best_isa()) + ")");
   }
@@ -244,9 +159,17 @@ void set_avx_vnni_allowed(bool allowed) {
   g_avx_vnni_allowed.store(allowed);
 }
 
+bool kernels::avx_vnni_allowed() {
+  return g_avx_vnni_allowed.load();
+}
+
 const char* active_int8_gemm_kernel_name() {
   const IsaLevel isa = active_isa();
-  return isa == IsaLevel::kScalar ? "none" : int8_gemm_kernel_name(int8_kernel_for(isa));
+  const std::optional<Int8GemmKernel> kernel =
+      isa == IsaLevel::kScalar
+          ? std::nullopt
+          : kernels::int8_kernel_for(isa, QuantType::kQ4Strips, ActivationPrecision::kInt8);
+  return kernel ? int8_gemm_kernel_name(*kernel) : "none";
 }
 
 const char* gemm_activations_name(GemmActivations act) {
@@ -316,17 +239,27 @@ void matmul_multi(const float* x, int64_t m, const MatmulOutput* outputs, size_t
   }
   // Matrices matmul_on sends to the int8 GEMM share its x quantization and pool dispatch; those
   // on the GEMV and small-batch kernels (m < 16, or scalar) their parallel region.
-  const bool int8 = isa != IsaLevel::kScalar &&
-                    (in_strips(type) || (m >= kernels::kGemmMinRows && type != QuantType::kBF16 &&
-                                         gemm_activations() == GemmActivations::kInt8));
-  const bool small = !in_strips(type) && (isa == IsaLevel::kScalar || m < kernels::kGemmMinRows);
+  const std::optional<Int8GemmKernel> kernel =
+      isa == IsaLevel::kScalar || type == QuantType::kExact
+          ? std::nullopt
+          : kernels::int8_kernel_for(isa, type, ActivationPrecision::kInt8);
+  const bool int8 =
+      kernel && (in_strips(type) || (m >= kernels::kGemmMinRows && type != QuantType::kBF16 &&
+                                     gemm_activations() == GemmActivations::kInt8));
+  // As matmul_on: below the GEMM's rows, or where the level has no GEMM for the product.
+  const bool gemm_missing = type == QuantType::kBF16 ||
+                                    gemm_activations() == GemmActivations::kF32
+                                ? kernels::gemm_kernels_for(isa, type) == nullptr
+                                : !kernel;
+  const bool small = !in_strips(type) && !int8 &&
+                     (isa == IsaLevel::kScalar || m < kernels::kGemmMinRows || gemm_missing);
   if (!same || !(int8 || small)) {
     for (size_t j = 0; j < count; ++j) matmul(x, m, *outputs[j].w, outputs[j].bias, outputs[j].y);
     return;
   }
   const profile::StageScope stage(profile::Work::kMatmul);
   if (int8) {
-    int8_gemm_multi(int8_kernel_for(isa), x, m, outputs, count);
+    int8_gemm_multi(*kernel, x, m, outputs, count);
   } else {
     detail::small_batch_matmul(isa, x, m, outputs, count);
   }

@@ -65,6 +65,7 @@
 #include <string>
 
 #include "base/aligned_buffer.h"
+#include "ops/isa.h"
 #include "ops/weight_ref.h"
 
 namespace qvl::ops {
@@ -168,12 +169,9 @@ struct MatmulOutput {
 void matmul_multi(const float* x, int64_t m, const MatmulOutput* outputs, size_t count);
 
 // Dispatch control for tests/benchmarks: which ISA level matmul uses (default: best available).
-enum class IsaLevel { kScalar, kAvx2, kAvx512 };
-const char* isa_level_name(IsaLevel level);
 // The best level whose kernels passed a one-time self-check against the scalar ones (see
 // packed_matmul.cpp); equals cpu_isa() unless a kernel is broken (then logged as an error).
 IsaLevel best_isa();
-IsaLevel cpu_isa();  // the best level the CPU supports
 // nullopt = auto. Throws qvl::Error(kUnsupported) for a level this CPU cannot run.
 void set_isa_override(std::optional<IsaLevel> level);
 IsaLevel active_isa();

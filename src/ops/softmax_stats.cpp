@@ -30,10 +30,8 @@ ExpSum exp_sum_reference(const float* x, int64_t n) {
 
 ExpSum exp_sum(const float* x, int64_t n) {
   namespace ek = elementwise_kernels;
-  const IsaLevel isa = ek::usable_isa();
-  if (isa == IsaLevel::kAvx512) return ek::exp_sum_avx512(x, n);
-  if (isa == IsaLevel::kAvx2) return ek::exp_sum_avx2(x, n);
-  return ek::exp_sum_reference(x, n);
+  const ek::ElementwiseKernels* k = ek::usable_kernels();
+  return k != nullptr ? k->exp_sum(x, n) : ek::exp_sum_reference(x, n);
 }
 
 }  // namespace qvl::ops

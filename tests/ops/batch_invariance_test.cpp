@@ -20,6 +20,7 @@ namespace {
 using testing::available_isas;
 using testing::IsaScope;
 using testing::random_vector;
+using testing::runs_level;
 
 constexpr int64_t kMaxM = 40;  // reaches the GEMM's partial and full x-row tiles
 
@@ -77,28 +78,22 @@ void check_level(IsaLevel isa) {
       });
 }
 
-TEST(BatchInvariance, ScalarRowsAreTheSameAtEveryBatchSize) {
-  check_level(IsaLevel::kScalar);
+class BatchInvarianceAtLevel : public ::testing::TestWithParam<IsaLevel> {};
+
+TEST_P(BatchInvarianceAtLevel, RowsAreTheSameAloneInSmallBatchesAndInTheGemm) {
+  if (!runs_level(GetParam())) {
+    GTEST_SKIP() << "this CPU lacks " << isa_level_name(GetParam()) << ": its kernels not run";
+  }
+  check_level(GetParam());
 }
 
-TEST(BatchInvariance, Avx2RowsAreTheSameAloneInSmallBatchesAndInTheGemm) {
-  if (static_cast<int>(best_isa()) < static_cast<int>(IsaLevel::kAvx2)) {
-    GTEST_SKIP() << "this CPU lacks AVX2+FMA+F16C: avx2 kernels not run";
-  }
-  check_level(IsaLevel::kAvx2);
-}
-
-TEST(BatchInvariance, Avx512RowsAreTheSameAloneInSmallBatchesAndInTheGemm) {
-  if (best_isa() != IsaLevel::kAvx512) {
-    GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/BF16/VNNI: avx512 GEMV and GEMM not run";
-  }
-  check_level(IsaLevel::kAvx512);
-}
+INSTANTIATE_TEST_SUITE_P(EveryIsa, BatchInvarianceAtLevel, ::testing::ValuesIn(arch_isa_levels()),
+                         [](const auto& info) { return std::string(isa_level_name(info.param)); });
 
 // Every int8 GEMM kernel the AVX2 level may use (or that stands in for one, emulated) gives the
 // AVX2 GEMV's bits for each of its rows.
 TEST(BatchInvariance, Avx2GemmKernelsGiveTheGemvBits) {
-  if (static_cast<int>(best_isa()) < static_cast<int>(IsaLevel::kAvx2)) {
+  if (!runs_level(IsaLevel::kAvx2)) {
     GTEST_SKIP() << "this CPU lacks AVX2+FMA+F16C: avx2 kernels not run";
   }
   std::vector<Int8GemmKernel> gemms = {Int8GemmKernel::kAvx2, Int8GemmKernel::kAvxVnniEmulated};

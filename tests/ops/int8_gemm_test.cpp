@@ -1,6 +1,7 @@
 // The int8 GEMM (m >= 16 on q8/q4): every micro-kernel this CPU runs against the scalar int8
 // oracle on all tail shapes, its error against the exact product, and its dispatch.
 #include "ops/int8_gemm.h"
+#include "ops/int8_gemm_kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -46,6 +47,13 @@ Inputs random_inputs(const Problem& p, uint32_t seed, size_t outlier_every, floa
   return in;
 }
 
+// q8/q4 groups for kernels that multiply them, else the same values in strips (the aarch64 tiles
+// read strips only).
+QuantType testable_type(Int8GemmKernel kernel, QuantType type) {
+  if (kernels::int8_kernel_supports(kernel, type)) return type;
+  return values_type(type) == QuantType::kQ8 ? QuantType::kQ8Strips : QuantType::kQ4Strips;
+}
+
 class Int8GemmKernels : public ::testing::TestWithParam<Int8GemmKernel> {
  protected:
   void SetUp() override {
@@ -67,7 +75,9 @@ TEST_P(Int8GemmKernels, MatchesTheScalarOracleOnEveryTail) {
     auto x = random_vector(static_cast<size_t>(p.m * p.k), 61, 1.0f);
     for (int64_t j = 0; j < 32; ++j) x[static_cast<size_t>(j)] = 0.0f;  // an all-zero block
     const auto bias = random_vector(static_cast<size_t>(p.n), 62, 1.0f);
-    for (QuantType type : {QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips}) {
+    for (QuantType asked :
+         {QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips, QuantType::kQ4Strips}) {
+      const QuantType type = testable_type(GetParam(), asked);
       const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), p.n, p.k}, type);
       const auto wd = dequantized(packed);
       std::vector<float> want(static_cast<size_t>(p.m * p.n)), got(want.size(), NAN);
@@ -93,7 +103,8 @@ TEST_P(Int8GemmKernels, StaysWithinTheActivationRoundingBoundOfTheExactProduct) 
   const auto w = random_vector(static_cast<size_t>(n * k), 70, 0.05f);
   auto x = random_vector(static_cast<size_t>(m * k), 71, 1.0f);
   for (size_t j = 0; j < x.size(); j += 97) x[j] *= 30.0f;  // outliers, as real activations have
-  for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+  for (QuantType asked : {QuantType::kQ8, QuantType::kQ4}) {
+    const QuantType type = testable_type(GetParam(), asked);
     const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
     const auto wd = dequantized(packed);
     std::vector<float> y(static_cast<size_t>(m * n), NAN);
@@ -130,7 +141,8 @@ TEST_P(Int8GemmKernels, RowsMatchTheDecodeGemv) {
   const int64_t n = 45, k = 1056, m = 18;
   const auto w = random_vector(static_cast<size_t>(n * k), 80, 0.05f);
   const auto x = random_vector(static_cast<size_t>(m * k), 81, 1.0f);
-  for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+  for (QuantType asked : {QuantType::kQ8, QuantType::kQ4}) {
+    const QuantType type = testable_type(GetParam(), asked);
     const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
     const auto wd = dequantized(packed);
     std::vector<float> all(static_cast<size_t>(m * n)), one(static_cast<size_t>(n));
@@ -154,7 +166,8 @@ TEST_P(Int8GemmKernels, RowsDoNotDependOnMOrTheirPlaceInTheTile) {
   const auto w = random_vector(static_cast<size_t>(n * k), 100, 0.05f);
   const auto x = random_vector(static_cast<size_t>(m * k), 101, 1.0f);
   const auto bias = random_vector(static_cast<size_t>(n), 102, 1.0f);
-  for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+  for (QuantType asked : {QuantType::kQ8, QuantType::kQ4}) {
+    const QuantType type = testable_type(GetParam(), asked);
     const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
     std::vector<float> all(static_cast<size_t>(m * n));
     int8_gemm(GetParam(), x.data(), m, packed, bias.data(), all.data());
@@ -196,6 +209,7 @@ TEST_P(Int8GemmKernels, StoredStripsGiveTheBitsOfTheirGroupsAtAnyM) {
   // from the strips (others), every kernel must give exactly the groups' bits, also below
   // kGemmMinRows (matmul sends strips here for any m). n: a partial 16-row half and 32-row strip,
   // a partial row block.
+  if (!kernels::int8_kernel_supports(GetParam(), QuantType::kQ8)) GTEST_SKIP() << "strips only";
   const Problem problems[] = {{42, 288, 1},   {77, 1120, 3},  {16, 32, 7},
                               {100, 544, 16}, {131, 320, 40}, {5, 96, 263}};
   for (const Problem& p : problems) {
@@ -217,7 +231,8 @@ TEST_P(Int8GemmKernels, StoredStripsGiveTheBitsOfTheirGroupsAtAnyM) {
 INSTANTIATE_TEST_SUITE_P(AllKernels, Int8GemmKernels,
                          ::testing::Values(Int8GemmKernel::kAvx2, Int8GemmKernel::kAvxVnni,
                                            Int8GemmKernel::kAvx512Vnni,
-                                           Int8GemmKernel::kAvxVnniEmulated),
+                                           Int8GemmKernel::kAvxVnniEmulated,
+                                           Int8GemmKernel::kNeonDotprod, Int8GemmKernel::kNeonI8mm),
                          [](const ::testing::TestParamInfo<Int8GemmKernel>& info) {
                            std::string name = int8_gemm_kernel_name(info.param);
                            for (char& c : name) c = c == '-' ? '_' : c;
@@ -235,10 +250,11 @@ TEST(Int8GemmDispatch, MatmulUsesTheInt8GemmUnlessToldF32) {
   const int64_t n = 24, k = 320, m = kernels::kGemmMinRows;
   const auto w = random_vector(static_cast<size_t>(n * k), 90, 0.05f);
   const auto x = random_vector(static_cast<size_t>(m * k), 91, 1.0f);
-  const Int8GemmKernel best = best_isa() == IsaLevel::kAvx512 ? Int8GemmKernel::kAvx512Vnni
-                              : cpu_has_avx_vnni()            ? Int8GemmKernel::kAvxVnni
-                                                              : Int8GemmKernel::kAvx2;
   for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+    const std::optional<Int8GemmKernel> kernel =
+        kernels::int8_kernel_for(best_isa(), type, ActivationPrecision::kInt8);
+    if (!kernel) continue;  // this level multiplies such matrices without the int8 GEMM
+    const Int8GemmKernel best = *kernel;
     const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
     std::vector<float> int8(static_cast<size_t>(m * n)), f32(int8.size()), direct(int8.size());
     int8_gemm(best, x.data(), m, packed, nullptr, direct.data());
@@ -272,9 +288,10 @@ TEST(Int8GemmDispatch, MatmulTakesTheInt8GemmForStoredStripsAtAnyM) {
       int8_gemm_reference(x.data(), m, strips, nullptr, want.data());
       EXPECT_EQ(got, want) << "scalar, m " << m;
       if (best_isa() == IsaLevel::kScalar) continue;
-      const Int8GemmKernel best = best_isa() == IsaLevel::kAvx512 ? Int8GemmKernel::kAvx512Vnni
-                                  : cpu_has_avx_vnni()            ? Int8GemmKernel::kAvxVnni
-                                                                  : Int8GemmKernel::kAvx2;
+      const std::optional<Int8GemmKernel> kernel =
+          kernels::int8_kernel_for(best_isa(), strips.type(), ActivationPrecision::kInt8);
+      if (!kernel) continue;
+      const Int8GemmKernel best = *kernel;
       int8_gemm(best, x.data(), m, strips, nullptr, want.data());
       for (GemmActivations act : {GemmActivations::kInt8, GemmActivations::kF32}) {
         ActivationsScope scope(act);

@@ -19,12 +19,23 @@ inline std::vector<float> random_vector(size_t n, uint32_t seed, float sigma) {
   return v;
 }
 
+// Every level of this architecture that best_isa() reaches (itself and those below it), scalar
+// first.
 inline std::vector<IsaLevel> available_isas() {
   std::vector<IsaLevel> levels;
-  for (IsaLevel l : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512}) {
-    if (static_cast<int>(l) <= static_cast<int>(best_isa())) levels.push_back(l);
+  for (IsaLevel l = best_isa();; l = lower_isa_level(l)) {
+    levels.insert(levels.begin(), l);
+    if (l == IsaLevel::kScalar) break;
   }
   return levels;
+}
+
+// Whether the dispatch may run `level` here (best_isa() or below it, on this architecture).
+inline bool runs_level(IsaLevel level) {
+  for (IsaLevel l : available_isas()) {
+    if (l == level) return true;
+  }
+  return false;
 }
 
 // Restores automatic dispatch however a test ends.

@@ -21,35 +21,35 @@ using testing::available_isas;
 using testing::IsaScope;
 using testing::random_vector;
 
-struct RunKernels {
-  kernels::Bf16RunKernel bf16;
-  kernels::QuantRunKernel q8, q4;
-};
-
-RunKernels run_kernels(IsaLevel isa) {
-  using namespace kernels;  // NOLINT: a table of kernel names
-  if (isa == IsaLevel::kAvx512) return {bf16_run_avx512, q8_run_avx512, q4_run_avx512};
-  if (isa == IsaLevel::kAvx2) return {bf16_run_avx2, q8_run_avx2, q4_run_avx2};
-  return {bf16_run_scalar, q8_run_scalar, q4_run_scalar};
+// The run kernels of a level, the scalar ones where it has none.
+kernels::RunKernels run_kernels(IsaLevel isa) {
+  const kernels::RunKernels* k =
+      isa == IsaLevel::kScalar ? nullptr : kernels::run_kernels_for(isa);
+  if (k != nullptr) return *k;
+  return {kernels::bf16_run_scalar, kernels::Bf16RunX::kF32, kernels::q8_run_scalar,
+          kernels::q4_run_scalar, kernels::quantize_row_scalar};
 }
 
-// x rows as the bf16 kernels of `isa` read them: fp32 (scalar), fp32 with each 16 columns as 8
-// even then 8 odd ones (AVX2), bf16 (AVX-512). Returns the bytes and sets the row stride.
+// x rows as the bf16 kernels of `isa` read them (kernels::Bf16RunX): fp32, fp32 with each 16
+// columns as 8 even then 8 odd ones, or bf16. Returns the bytes and sets the row stride.
 std::vector<uint8_t> bf16_kernel_x(const std::vector<float>& x, int64_t rows, int64_t k,
                                    IsaLevel isa, size_t* stride) {
-  *stride = static_cast<size_t>(k) * (isa == IsaLevel::kAvx512 ? 2 : 4);
+  const kernels::Bf16RunX layout = run_kernels(isa).bf16_x;
+  *stride = static_cast<size_t>(k) * (layout == kernels::Bf16RunX::kBf16 ? 2 : 4);
   std::vector<uint8_t> out(*stride * static_cast<size_t>(rows));
   for (int64_t i = 0; i < rows; ++i) {
     const float* xi = x.data() + i * k;
     uint8_t* dst = out.data() + static_cast<size_t>(i) * *stride;
     for (int64_t c = 0; c < k; ++c) {
-      if (isa == IsaLevel::kAvx512) {
+      if (layout == kernels::Bf16RunX::kBf16) {
         const uint16_t h = f32_to_bf16(xi[c]);
         std::memcpy(dst + c * 2, &h, 2);
         continue;
       }
       const int64_t j = c % 16;
-      const int64_t src = isa == IsaLevel::kAvx2 ? c - j + (j < 8 ? 2 * j : 2 * (j - 8) + 1) : c;
+      const int64_t src = layout == kernels::Bf16RunX::kF32EvenOdd16
+                              ? c - j + (j < 8 ? 2 * j : 2 * (j - 8) + 1)
+                              : c;
       std::memcpy(dst + c * 4, &xi[src], 4);
     }
   }
@@ -82,7 +82,7 @@ QuantRows quantize_rows(const std::vector<float>& x, int64_t rows, int64_t nb) {
 // Every run shape (count groups x nx rows) and several depths, against the scalar kernels fed
 // the same x (bf16-rounded for AVX-512's bf16 kernel).
 void check_run_kernels(IsaLevel isa) {
-  const RunKernels fast = run_kernels(isa), oracle = run_kernels(IsaLevel::kScalar);
+  const kernels::RunKernels fast = run_kernels(isa), oracle = run_kernels(IsaLevel::kScalar);
   struct Shape {
     int count, nx;
   };
@@ -95,7 +95,7 @@ void check_run_kernels(IsaLevel isa) {
     const int64_t k = nb * 32, n = kernels::kMaxRunGroups * kernels::kRows;
     const auto w = random_vector(static_cast<size_t>(n * k), 60 + static_cast<uint32_t>(nb), 0.05f);
     auto x = random_vector(static_cast<size_t>(kernels::kMaxRunXRows * k), 70, 1.0f);
-    if (isa == IsaLevel::kAvx512) {
+    if (fast.bf16_x == kernels::Bf16RunX::kBf16) {
       for (float& v : x) v = bf16_to_f32(f32_to_bf16(v));
     }
     const QuantRows qx = quantize_rows(x, kernels::kMaxRunXRows, nb);
@@ -130,26 +130,17 @@ void check_run_kernels(IsaLevel isa) {
   }
 }
 
-TEST(PackedGemv, Avx2RunKernelsMatchScalarOnEveryShape) {
-  if (static_cast<int>(best_isa()) < static_cast<int>(IsaLevel::kAvx2)) {
-    GTEST_SKIP() << "this CPU lacks AVX2+FMA+F16C: avx2 kernels not run";
+TEST(PackedGemv, RunKernelsMatchScalarOnEveryShapeAtEveryLevel) {
+  for (IsaLevel isa : available_isas()) {
+    if (isa != IsaLevel::kScalar) check_run_kernels(isa);
   }
-  check_run_kernels(IsaLevel::kAvx2);
-}
-
-TEST(PackedGemv, Avx512RunKernelsMatchScalarOnEveryShape) {
-  if (best_isa() != IsaLevel::kAvx512) {
-    GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/BF16/VNNI: avx512 kernels not run (they are "
-                    "checked by best_isa's start-up self-check where they run)";
-  }
-  check_run_kernels(IsaLevel::kAvx512);
 }
 
 // Batch invariance at the kernel level, per ISA level: (x row i, group g) gets the
 // same bits alone (nx = 1, one group), in every small-batch run (up to kMaxRunXRows rows of x, 1
 // or 2 groups) and as group g of every GEMV run (count groups), at several depths.
 void check_run_rows_do_not_depend_on_the_run(IsaLevel isa) {
-  const RunKernels fast = run_kernels(isa);
+  const kernels::RunKernels fast = run_kernels(isa);
   constexpr int kMaxX = kernels::kMaxRunXRows, kMaxG = kernels::kMaxRunGroups;
   for (int64_t nb : {1, 2, 3, 17}) {
     const int64_t k = nb * 32, n = kMaxG * kernels::kRows;
@@ -209,22 +200,8 @@ void check_run_rows_do_not_depend_on_the_run(IsaLevel isa) {
   }
 }
 
-TEST(PackedGemv, ScalarRunKernelRowsDoNotDependOnTheRunShape) {
-  check_run_rows_do_not_depend_on_the_run(IsaLevel::kScalar);
-}
-
-TEST(PackedGemv, Avx2RunKernelRowsDoNotDependOnTheRunShape) {
-  if (static_cast<int>(best_isa()) < static_cast<int>(IsaLevel::kAvx2)) {
-    GTEST_SKIP() << "this CPU lacks AVX2+FMA+F16C: avx2 kernels not run";
-  }
-  check_run_rows_do_not_depend_on_the_run(IsaLevel::kAvx2);
-}
-
-TEST(PackedGemv, Avx512RunKernelRowsDoNotDependOnTheRunShape) {
-  if (best_isa() != IsaLevel::kAvx512) {
-    GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/BF16/VNNI: avx512 kernels not run";
-  }
-  check_run_rows_do_not_depend_on_the_run(IsaLevel::kAvx512);
+TEST(PackedGemv, RunKernelRowsDoNotDependOnTheRunShapeAtEveryLevel) {
+  for (IsaLevel isa : available_isas()) check_run_rows_do_not_depend_on_the_run(isa);
 }
 
 TEST(PackedGemv, BatchRowsAreBitIdenticalToSingleRows) {

@@ -11,6 +11,7 @@
 #include "base/half.h"
 #include "isa_test_util.h"
 #include "ops/matmul.h"
+#include "ops/int8_gemm_kernels.h"
 #include "ops/packed_kernels.h"
 #include "ops/packed_matrix.h"
 
@@ -192,7 +193,7 @@ TEST(PackedMatmul, ActivationQuantizersAgreeBitForBit) {
   std::vector<float> sa(nb), sb(nb);
   std::vector<int32_t> ua(nb), ub(nb);
   kernels::quantize_row_scalar(x.data(), nb, qa.data(), sa.data(), ua.data());
-  kernels::quantize_row_avx2(x.data(), nb, qb.data(), sb.data(), ub.data());
+  kernels::quantize_row_to(x.data(), nb, 127, qb.data(), sb.data(), ub.data());
   EXPECT_EQ(qa, qb);
   EXPECT_EQ(ua, ub);
   EXPECT_EQ(std::memcmp(sa.data(), sb.data(), nb * sizeof(float)), 0);

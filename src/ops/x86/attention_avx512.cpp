@@ -7,17 +7,18 @@
 #include <immintrin.h>
 
 #include "ops/attention_kernels.h"
+#include "ops/x86/attention_x86.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma")
 
-#include "ops/elementwise_avx512_math.h"
+#include "ops/x86/elementwise_avx512_math.h"
 
 namespace qvl::ops::attention_kernels {
 namespace {
 
-#include "ops/attention_avx512_task.inc"
+#include "ops/x86/attention_avx512_task.inc"
 // (after the fp32 task: shares its softmax)
-#include "ops/attention_bf16_avx512_task.inc"
+#include "ops/x86/attention_bf16_avx512_task.inc"
 
 }  // namespace
 

@@ -4,11 +4,12 @@
 #include <immintrin.h>
 
 #include "ops/attention_decode.h"
+#include "ops/x86/attention_x86.h"
 #include "ops/kv_q8.h"
 
 #pragma GCC target("avx2,fma,f16c")
 
-#include "ops/elementwise_avx2_math.h"
+#include "ops/x86/elementwise_avx2_math.h"
 
 namespace qvl::ops::attention_kernels {
 namespace {

@@ -8,16 +8,17 @@
 #include <immintrin.h>
 
 #include "ops/attention_decode.h"
+#include "ops/x86/attention_x86.h"
 #include "ops/kv_q8.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
 
-#include "ops/elementwise_avx512_math.h"
+#include "ops/x86/elementwise_avx512_math.h"
 
 namespace qvl::ops::attention_kernels {
 namespace {
 
-#include "ops/attention_decode_avx512.inc"
+#include "ops/x86/attention_decode_avx512.inc"
 #include "ops/attention_decode_span.inc"
 
 }  // namespace

@@ -3,13 +3,14 @@
 #include <immintrin.h>
 
 #include "ops/elementwise_kernels.h"
+#include "ops/x86/elementwise_x86.h"
 
 // Same rounding as the scalar references: no fusing of their separate multiplies and adds.
 #pragma GCC optimize("fp-contract=off")
 
 #pragma GCC target("avx2,fma")
 
-#include "ops/elementwise_avx2_math.h"
+#include "ops/x86/elementwise_avx2_math.h"
 
 namespace qvl::ops::elementwise_kernels {
 namespace {

@@ -5,15 +5,16 @@
 #include <immintrin.h>
 
 #include "ops/elementwise_kernels.h"
+#include "ops/x86/elementwise_x86.h"
 
 // Same rounding as the scalar references: no fusing of their separate multiplies and adds.
 #pragma GCC optimize("fp-contract=off")
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
 
-#include "ops/elementwise_avx512_math.h"
+#include "ops/x86/elementwise_avx512_math.h"
 
 namespace qvl::ops::elementwise_kernels {
-#include "ops/elementwise_avx512.inc"
+#include "ops/x86/elementwise_avx512.inc"
 
 }  // namespace qvl::ops::elementwise_kernels

@@ -8,4 +8,4 @@
 #include "ops/exp2_polynomial.h"
 
 // The functions themselves (a fragment the model tests include too).
-#include "ops/elementwise_avx512_math.inc"
+#include "ops/x86/elementwise_avx512_math.inc"

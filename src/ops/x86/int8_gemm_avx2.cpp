@@ -24,10 +24,11 @@
 #include <cstring>
 
 #include "ops/int8_gemm_kernels.h"
+#include "ops/x86/int8_gemm_x86.h"
 
 #pragma GCC target("avx2,fma,f16c")
 
-#include "ops/int8_gemm_vnni256_tile.h"
+#include "ops/x86/int8_gemm_vnni256_tile.h"
 
 namespace qvl::ops::kernels {
 namespace {

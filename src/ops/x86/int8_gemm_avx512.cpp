@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "ops/int8_gemm_kernels.h"
+#include "ops/x86/int8_gemm_x86.h"
 #include "ops/packed_matrix.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
@@ -21,7 +22,7 @@
 namespace qvl::ops::kernels {
 namespace {
 
-#include "ops/int8_gemm_avx512_tile.inc"
+#include "ops/x86/int8_gemm_avx512_tile.inc"
 
 }  // namespace
 

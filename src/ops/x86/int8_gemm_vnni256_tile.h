@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "ops/int8_gemm_kernels.h"
+#include "ops/x86/int8_gemm_x86.h"
 #include "ops/packed_matrix.h"
 
 namespace qvl::ops::kernels {

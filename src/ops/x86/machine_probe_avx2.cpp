@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include "ops/machine_probe_kernels.h"
+#include "ops/x86/machine_probe_x86.h"
 
 #pragma GCC target("avx2,fma,f16c")
 

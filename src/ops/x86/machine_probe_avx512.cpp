@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include "ops/machine_probe_kernels.h"
+#include "ops/x86/machine_probe_x86.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
 

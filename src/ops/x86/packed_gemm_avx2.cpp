@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "ops/packed_gemm.h"
+#include "ops/x86/packed_gemm_x86.h"
 
 #pragma GCC target("avx2,fma,f16c")
 

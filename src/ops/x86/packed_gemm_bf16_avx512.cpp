@@ -22,13 +22,14 @@
 #include <immintrin.h>
 
 #include "ops/packed_gemm.h"
+#include "ops/x86/packed_gemm_x86.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
 
 namespace qvl::ops::kernels {
 namespace {
 
-#include "ops/packed_gemm_bf16_avx512_tile.inc"
+#include "ops/x86/packed_gemm_bf16_avx512_tile.inc"
 
 }  // namespace
 

@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "ops/packed_kernels.h"
+#include "ops/x86/packed_kernels_x86.h"
 
 #pragma GCC target("avx2,fma,f16c")
 

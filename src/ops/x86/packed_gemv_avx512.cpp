@@ -16,6 +16,7 @@
 
 #include "ops/packed_gemv_shapes.h"
 #include "ops/packed_kernels.h"
+#include "ops/x86/packed_kernels_x86.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
 
@@ -26,8 +27,8 @@ inline void prefetch(const uint8_t* p) {
   _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
 }
 
-#include "ops/packed_gemv_avx512_bf16.inc"
-#include "ops/packed_gemv_avx512_quant.inc"
+#include "ops/x86/packed_gemv_avx512_bf16.inc"
+#include "ops/x86/packed_gemv_avx512_quant.inc"
 
 }  // namespace
 

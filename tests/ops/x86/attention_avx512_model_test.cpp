@@ -16,9 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "isa_test_util.h"
+#include "ops/isa_test_util.h"
 #include "ops/attention.h"
 #include "ops/attention_kernels.h"
+#include "ops/x86/attention_x86.h"
 #include "ops/exp2_polynomial.h"
 #include "ops/packed_matrix.h"
 
@@ -32,11 +33,11 @@ namespace {
 #include "avx512_model.inc"
 #include "avx512_model_float.inc"
 // (keeps clang-format from sorting the fragments)
-#include "ops/elementwise_avx512_math.inc"
+#include "ops/x86/elementwise_avx512_math.inc"
 // (the kernel uses the math above)
-#include "ops/attention_avx512_task.inc"
+#include "ops/x86/attention_avx512_task.inc"
 // (after the fp32 task: shares its softmax)
-#include "ops/attention_bf16_avx512_task.inc"
+#include "ops/x86/attention_bf16_avx512_task.inc"
 }  // namespace
 
 void task(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin, int64_t q_end,

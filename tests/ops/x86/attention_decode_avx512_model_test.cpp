@@ -18,11 +18,12 @@
 #include <vector>
 
 #include "base/half.h"
-#include "isa_test_util.h"
-#include "kv_cache_fixture.h"
-#include "kv_pages_fixture.h"
+#include "ops/isa_test_util.h"
+#include "ops/kv_cache_fixture.h"
+#include "ops/kv_pages_fixture.h"
 #include "ops/attention.h"
 #include "ops/attention_decode.h"
+#include "ops/x86/attention_x86.h"
 #include "ops/attention_kernels.h"
 #include "ops/exp2_polynomial.h"
 #include "ops/kv_q8.h"
@@ -38,9 +39,9 @@ namespace {
 #include "avx512_model.inc"
 #include "avx512_model_float.inc"
 // (keeps clang-format from sorting the fragments)
-#include "ops/elementwise_avx512_math.inc"
+#include "ops/x86/elementwise_avx512_math.inc"
 // (the micro-kernels use the math above)
-#include "ops/attention_decode_avx512.inc"
+#include "ops/x86/attention_decode_avx512.inc"
 // (the driver uses the micro-kernels above)
 #include "ops/attention_decode_span.inc"
 }  // namespace

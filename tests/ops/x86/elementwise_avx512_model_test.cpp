@@ -12,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "isa_test_util.h"
+#include "ops/isa_test_util.h"
 #include "ops/elementwise_kernels.h"
+#include "ops/x86/elementwise_x86.h"
 #include "ops/exp2_polynomial.h"
 #include "ops/packed_matrix.h"
 
@@ -27,9 +28,9 @@ namespace {
 #include "avx512_model.inc"
 #include "avx512_model_float.inc"
 // (keeps clang-format from sorting the fragments)
-#include "ops/elementwise_avx512_math.inc"
+#include "ops/x86/elementwise_avx512_math.inc"
 // (the kernels use the math above)
-#include "ops/elementwise_avx512.inc"
+#include "ops/x86/elementwise_avx512.inc"
 }  // namespace
 }  // namespace qvl::ops::elementwise_kernels::avx512_model
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/half.h"
-#include "isa_test_util.h"
+#include "ops/isa_test_util.h"
 #include "ops/int8_gemm.h"
 #include "ops/int8_gemm_kernels.h"
 #include "ops/packed_kernels.h"
@@ -25,7 +25,7 @@
 namespace qvl::ops::kernels::avx512_int8_model {
 namespace {
 #include "avx512_model.inc"
-#include "ops/int8_gemm_avx512_tile.inc"
+#include "ops/x86/int8_gemm_avx512_tile.inc"
 }  // namespace
 
 // As int8_tile_q8_avx512 / _q4_ / _q8s_ / _q4s_avx512 in int8_gemm_avx512.cpp.

@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "base/half.h"
-#include "isa_test_util.h"
+#include "ops/isa_test_util.h"
 #include "ops/packed_gemm.h"
+#include "ops/x86/packed_gemm_x86.h"
 #include "ops/packed_kernels.h"
 #include "ops/packed_matrix.h"
 
@@ -28,12 +29,12 @@ namespace {
 }  // namespace
 namespace f32 {
 namespace {
-#include "ops/packed_gemm_avx512_tile.inc"
+#include "ops/x86/packed_gemm_avx512_tile.inc"
 }  // namespace
 }  // namespace f32
 namespace bf16 {
 namespace {
-#include "ops/packed_gemm_bf16_avx512_tile.inc"
+#include "ops/x86/packed_gemm_bf16_avx512_tile.inc"
 }  // namespace
 }  // namespace bf16
 

@@ -12,9 +12,10 @@
 #include <vector>
 
 #include "base/half.h"
-#include "isa_test_util.h"
+#include "ops/isa_test_util.h"
 #include "ops/packed_gemv_shapes.h"
 #include "ops/packed_kernels.h"
+#include "ops/x86/packed_kernels_x86.h"
 #include "ops/packed_matrix.h"
 
 #ifdef _IMMINTRIN_H_INCLUDED
@@ -25,7 +26,7 @@ namespace qvl::ops::kernels::avx512_bf16_model {
 namespace {
 #include "avx512_model.inc"
 inline void prefetch(const uint8_t*) {}
-#include "ops/packed_gemv_avx512_bf16.inc"
+#include "ops/x86/packed_gemv_avx512_bf16.inc"
 }  // namespace
 
 // As bf16_run_avx512 in packed_gemv_avx512.cpp.

@@ -5,6 +5,7 @@
 // same bit for bit whatever batch computes it. Kernel sets for ISA levels this CPU lacks are
 // skipped (printed).
 #include "ops/packed_gemm.h"
+#include "ops/x86/packed_gemm_x86.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +18,7 @@
 #include <vector>
 
 #include "base/half.h"
-#include "isa_test_util.h"
+#include "ops/isa_test_util.h"
 #include "ops/packed_matrix.h"
 
 namespace qvl::ops {

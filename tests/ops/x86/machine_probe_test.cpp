@@ -10,6 +10,7 @@
 #include "base/aligned_buffer.h"
 #include "ops/isa_test_util.h"
 #include "ops/machine_probe_kernels.h"
+#include "ops/x86/machine_probe_x86.h"
 
 namespace qvl::ops {
 namespace {

@@ -1,0 +1,104 @@
+// The aarch64 kernels of each level for the generic drivers (see ops/isa.h): NEON elementwise
+// kernels, half conversions and the x quantizer at every level; the int8 GEMM's stored-strip
+// tiles with SDOT (kNeonDotprod) or USMMLA (kNeonI8mm). Null where a level has none yet (the
+// scalar oracles run). Compiled for the ARMv8.0 baseline: it only names kernels, it runs none.
+#include <optional>
+
+#include "base/error.h"
+#include "ops/arm/elementwise_neon.h"
+#include "ops/arm/half_convert_neon.h"
+#include "ops/arm/int8_gemm_neon.h"
+#include "ops/attention_kernels.h"
+#include "ops/elementwise_kernels.h"
+#include "ops/half_convert.h"
+#include "ops/int8_gemm.h"
+#include "ops/int8_gemm_kernels.h"
+#include "ops/machine_probe_kernels.h"
+#include "ops/packed_gemm.h"
+#include "ops/packed_kernels.h"
+
+namespace qvl::ops {
+
+namespace {
+bool is_arm_level(IsaLevel isa) {
+  return isa == IsaLevel::kNeon || isa == IsaLevel::kNeonDotprod || isa == IsaLevel::kNeonI8mm;
+}
+}  // namespace
+
+bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
+  if (kernel == Int8GemmKernel::kNeonDotprod) return cpu_runs_isa(IsaLevel::kNeonDotprod);
+  if (kernel == Int8GemmKernel::kNeonI8mm) return cpu_runs_isa(IsaLevel::kNeonI8mm);
+  return false;
+}
+
+namespace kernels {
+
+const RunKernels* run_kernels_for(IsaLevel) {
+  return nullptr;
+}
+const GemmKernels* gemm_kernels_for(IsaLevel, QuantType) {
+  return nullptr;
+}
+const HalfConvertKernels* half_convert_kernels_for(IsaLevel isa) {
+  static const HalfConvertKernels neon{f32_to_f16_neon, f16_to_f32_neon};
+  return is_arm_level(isa) ? &neon : nullptr;
+}
+
+Int8KernelInfo int8_kernel_info(Int8GemmKernel kernel, QuantType type, int64_t m) {
+  QVL_CHECK(int8_kernel_supports(kernel, type));
+  const bool q4 = type == QuantType::kQ4Strips;
+  // A lone x row would pair with zeros in USMMLA (half its multiplies wasted): the dotprod tile
+  // takes it, with the same bits.
+  const bool i8mm = kernel == Int8GemmKernel::kNeonI8mm && m >= 2;
+  const Int8TileKernel tile = i8mm ? (q4 ? int8_tile_q4s_neon_i8mm : int8_tile_q8s_neon_i8mm)
+                                   : (q4 ? int8_tile_q4s_neon_dotprod : int8_tile_q8s_neon_dotprod);
+  return {tile,       kInt8NeonStripRows, i8mm ? kInt8NeonI8mmXRows : kInt8NeonDotprodXRows,
+          Int8XLayout::kInt8, Int8PanelWeights::kBytes, kInt8Depth, true};
+}
+bool int8_kernel_supports(Int8GemmKernel kernel, QuantType type) {
+  // The ARM tiles read stored strips (what every q8/q4 model file holds); q8/q4 groups are
+  // multiplied by the small-batch kernels.
+  return (kernel == Int8GemmKernel::kNeonDotprod || kernel == Int8GemmKernel::kNeonI8mm) &&
+         in_strips(type);
+}
+std::optional<Int8GemmKernel> int8_kernel_for(IsaLevel isa, QuantType type, ActivationPrecision) {
+  if (!in_strips(type)) return std::nullopt;
+  if (isa == IsaLevel::kNeonI8mm) return Int8GemmKernel::kNeonI8mm;
+  if (isa == IsaLevel::kNeonDotprod) return Int8GemmKernel::kNeonDotprod;
+  return std::nullopt;
+}
+void quantize_row_to(const float* x, int64_t nb, int32_t qmax, int8_t* q, float* scale,
+                     int32_t* sum) {
+  quantize_row_to_neon(x, nb, qmax, q, scale, sum);
+}
+void int8_repack(const Int8RepackSource&, int64_t, int64_t, int64_t, int64_t, int64_t,
+                 Int8PanelWeights, uint8_t*) {
+  fail(ErrorCode::kInternal, "the aarch64 int8 tiles read stored strips: nothing to repack");
+}
+void int8_widen(const int8_t*, int64_t, int16_t*) {
+  fail(ErrorCode::kInternal, "the aarch64 int8 tiles take int8 x: nothing to widen");
+}
+
+}  // namespace kernels
+
+namespace elementwise_kernels {
+const ElementwiseKernels* elementwise_kernels_for(IsaLevel isa) {
+  static const ElementwiseKernels neon{silu_mul_neon, gelu_tanh_neon, rms_norm_row_neon,
+                                       layer_norm_row_neon, exp_sum_neon};
+  return is_arm_level(isa) ? &neon : nullptr;
+}
+}  // namespace elementwise_kernels
+
+namespace attention_kernels {
+const AttentionKernels* attention_kernels_for(IsaLevel) {
+  return nullptr;
+}
+}  // namespace attention_kernels
+
+namespace probe_kernels {
+const ProbeKernels* probe_kernels_for(IsaLevel) {
+  return nullptr;
+}
+}  // namespace probe_kernels
+
+}  // namespace qvl::ops
