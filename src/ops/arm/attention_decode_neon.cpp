@@ -59,19 +59,26 @@ template <int kR, typename T>
 void score_keys(const float* const* q, const T* const* k, int64_t d, float scale,
                 float* const* out) {
   float32x4_t acc[kR][kKeys];
+#pragma GCC unroll 16
   for (int r = 0; r < kR; ++r) {
+#pragma GCC unroll 16
     for (int x = 0; x < kKeys; ++x) acc[r][x] = vdupq_n_f32(0.0f);
   }
   for (int64_t c = 0; c < d; c += 4) {
     float32x4_t kv[kKeys];
+#pragma GCC unroll 16
     for (int x = 0; x < kKeys; ++x) kv[x] = load4(k[x], c);
+#pragma GCC unroll 16
     for (int r = 0; r < kR; ++r) {
       const float32x4_t qv = vld1q_f32(q[r] + c);
+#pragma GCC unroll 16
       for (int x = 0; x < kKeys; ++x) acc[r][x] = vfmaq_f32(acc[r][x], qv, kv[x]);
     }
   }
   const float32x4_t sv = vdupq_n_f32(scale);
+#pragma GCC unroll 16
   for (int r = 0; r < kR; ++r) {
+#pragma GCC unroll 16
     for (int x = 0; x < kKeys; x += 4) {
       vst1q_f32(out[r] + x, vmulq_f32(sum_lanes4(&acc[r][x]), sv));
     }
@@ -92,33 +99,43 @@ template <int kR>
 void score_keys(const float* const* q, const int8_t* const* k, int64_t d, float scale,
                 float* const* out) {
   const float32x4_t sv = vdupq_n_f32(scale);
+#pragma GCC unroll 16
   for (int x0 = 0; x0 < kKeys; x0 += 4) {
     float32x4_t total[kR][4];
+#pragma GCC unroll 16
     for (int r = 0; r < kR; ++r) {
+#pragma GCC unroll 16
       for (int x = 0; x < 4; ++x) total[r][x] = vdupq_n_f32(0.0f);
     }
     const int8_t* b[4] = {k[x0], k[x0 + 1], k[x0 + 2], k[x0 + 3]};
     for (int64_t c = 0; c < d; c += kKvQ8Block) {
       float32x4_t acc[kR][4];
+#pragma GCC unroll 16
       for (int s = 0; s < kKvQ8Block; s += 8) {
         float32x4_t lo[4], hi[4];
+#pragma GCC unroll 16
         for (int x = 0; x < 4; ++x) codes8(b[x] + s, lo[x], hi[x]);
+#pragma GCC unroll 16
         for (int r = 0; r < kR; ++r) {
           const float32x4_t q0 = vld1q_f32(q[r] + c + s);
           const float32x4_t q1 = vld1q_f32(q[r] + c + s + 4);
+#pragma GCC unroll 16
           for (int x = 0; x < 4; ++x) {
             acc[r][x] = s == 0 ? vmulq_f32(q0, lo[x]) : vfmaq_f32(acc[r][x], q0, lo[x]);
             acc[r][x] = vfmaq_f32(acc[r][x], q1, hi[x]);
           }
         }
       }
+#pragma GCC unroll 16
       for (int x = 0; x < 4; ++x) {
         float block_scale;
         __builtin_memcpy(&block_scale, b[x] + kKvQ8Block, sizeof(float));
+#pragma GCC unroll 16
         for (int r = 0; r < kR; ++r) total[r][x] = vfmaq_n_f32(total[r][x], acc[r][x], block_scale);
         b[x] += kKvQ8BlockBytes;
       }
     }
+#pragma GCC unroll 16
     for (int r = 0; r < kR; ++r) vst1q_f32(out[r] + x0, vmulq_f32(sum_lanes4(total[r]), sv));
   }
 }
@@ -127,10 +144,12 @@ void score_keys(const float* const* q, const int8_t* const* k, int64_t d, float 
 // first column's code).
 template <int kVecs>
 void load_values(const float* row, int64_t c, float32x4_t* vv) {
+#pragma GCC unroll 16
   for (int x = 0; x < kVecs; ++x) vv[x] = vld1q_f32(row + c + 4 * x);
 }
 template <int kVecs>
 void load_values(const uint16_t* row, int64_t c, float32x4_t* vv) {
+#pragma GCC unroll 16
   for (int x = 0; x < kVecs; x += 2) {
     const float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(row + c + 4 * x));
     vv[x] = vcvt_f32_f16(vget_low_f16(h));
@@ -139,6 +158,7 @@ void load_values(const uint16_t* row, int64_t c, float32x4_t* vv) {
 }
 template <int kVecs>
 void load_values(const int8_t* row, int64_t at, float32x4_t* vv) {
+#pragma GCC unroll 16
   for (int x = 0; x < kVecs; x += 2) codes8(row + at + 4 * x, vv[x], vv[x + 1]);
 }
 
@@ -159,7 +179,9 @@ template <int kLane, int kR, int kVecs, typename T>
 void add_lane(float32x4_t (&acc)[kR][kVecs], const float32x4_t* wv, const T* row, int64_t at) {
   float32x4_t vv[kVecs];
   load_values<kVecs>(row, at, vv);
+#pragma GCC unroll 16
   for (int r = 0; r < kR; ++r) {
+#pragma GCC unroll 16
     for (int x = 0; x < kVecs; ++x) acc[r][x] = vfmaq_laneq_f32(acc[r][x], vv[x], wv[r], kLane);
   }
 }
@@ -171,7 +193,9 @@ void add_lane(float32x4_t (&acc)[kR][kVecs], const float32x4_t* wv, const T* row
 template <int kR, int kVecs, typename T>
 void add_values(float* const* o, const float* const* w, const T* const* v, int64_t n, int64_t c0) {
   float32x4_t acc[kR][kVecs];
+#pragma GCC unroll 16
   for (int r = 0; r < kR; ++r) {
+#pragma GCC unroll 16
     for (int x = 0; x < kVecs; ++x) acc[r][x] = vld1q_f32(o[r] + c0 + 4 * x);
   }
   // 8-bit: the columns are (part of) one block; `at` is where the codes start in a row.
@@ -180,11 +204,14 @@ void add_values(float* const* o, const float* const* w, const T* const* v, int64
   int64_t j = 0;
   for (; j + 4 <= n; j += 4) {
     float32x4_t wv[kR];
+#pragma GCC unroll 16
     for (int r = 0; r < kR; ++r) wv[r] = vld1q_f32(w[r] + j);
     if constexpr (sizeof(T) == 1) {
       float s[4];
+#pragma GCC unroll 16
       for (int l = 0; l < 4; ++l) s[l] = value_scale(v, j + l, block);
       const float32x4_t scales = vld1q_f32(s);
+#pragma GCC unroll 16
       for (int r = 0; r < kR; ++r) wv[r] = vmulq_f32(wv[r], scales);
     }
     add_lane<0, kR, kVecs>(acc, wv, v[j], at);
@@ -196,12 +223,16 @@ void add_values(float* const* o, const float* const* w, const T* const* v, int64
     float32x4_t vv[kVecs];
     load_values<kVecs>(v[j], at, vv);
     const float s = value_scale(v, j, block);
+#pragma GCC unroll 16
     for (int r = 0; r < kR; ++r) {
       const float wj = sizeof(T) == 1 ? w[r][j] * s : w[r][j];
+#pragma GCC unroll 16
       for (int x = 0; x < kVecs; ++x) acc[r][x] = vfmaq_n_f32(acc[r][x], vv[x], wj);
     }
   }
+#pragma GCC unroll 16
   for (int r = 0; r < kR; ++r) {
+#pragma GCC unroll 16
     for (int x = 0; x < kVecs; ++x) vst1q_f32(o[r] + c0 + 4 * x, acc[r][x]);
   }
 }
