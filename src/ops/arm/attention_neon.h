@@ -9,9 +9,10 @@
 
 namespace qvl::ops::attention_kernels {
 
-// Computes out for queries [q_begin, q_end) of every query head of kv heads [kvh_begin,
-// kvh_end). head_dim must be a multiple of 16. scratch: task_scratch_floats(rows, head_dim,
-// kvh_end - kvh_begin) floats, rows = queries * group.
+// The flash-attention task (see attention_kernels.h): computes out for queries [q_begin, q_end)
+// of every query head of kv heads [kvh_begin, kvh_end). head_dim must be a multiple of 16.
+// scratch: task_scratch_floats(rows, head_dim, kvh_end - kvh_begin) floats, rows = queries *
+// group.
 void task_neon(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin, int64_t q_end,
                float* scratch);
 
