@@ -6,6 +6,7 @@
 
 #include "model/weight_types.h"
 #include "ops/attention.h"
+#include "ops/isa.h"
 #include "ops/packed_matrix.h"
 
 namespace qvl::cli {
@@ -193,8 +194,12 @@ json machine_json(const ops::MachineProbe& m) {
         {"bf16_dot_gflop_per_s", optional_json(f.bf16_dot_gflop_per_s)},
         {"int8_dot_gop_per_s", f.int8_dot_gop_per_s}};
   }
+  const ops::CpuFeatures& cpu = ops::cpu_features();
   return {
       {"isa", ops::isa_level_name(m.isa)},
+      {"arch", cpu.arch},
+      {"cpu_features", cpu.flags},
+      {"sve_vector_bits", cpu.sve_vector_bits},
       {"physical_cores", m.physical_cores},
       {"llc_mib", static_cast<double>(m.llc_bytes) / (1 << 20)},
       {"buffer_mib", static_cast<double>(m.buffer_bytes) / (1 << 20)},

@@ -198,7 +198,12 @@ void attention_with(IsaLevel isa, bool bf16, const float* q, int64_t nq, const P
     attention_kernels::decode_attention(kernels->decode_span, p);
     return;
   }
-  // Enough rows share each key for transposing K (and packing V per head) to pay off.
+  // Enough rows share each key for transposing K (and packing V per head) to pay off. A level
+  // without a flash task (decode kernels only) runs the reference for such calls.
+  if (kernels->task == nullptr) {
+    reference_on(q, nq, kv, nk, s, causal_offset, out);
+    return;
+  }
   const int64_t tiles = (nk + kKeyTile - 1) / kKeyTile;
   // Grown with room for 256 more positions: a conversation's next prompt (a few more) then
   // reuses the mapped panels instead of faulting fresh ones in.

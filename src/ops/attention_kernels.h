@@ -75,7 +75,8 @@ int64_t task_scratch_floats(int64_t rows, int64_t head_dim, int64_t heads);
 // The kernels of a level. task computes out for queries [q_begin, q_end) of every query head of
 // kv heads [kvh_begin, kvh_end); head_dim must be a multiple of 16. scratch:
 // task_scratch_floats(rows, head_dim, kvh_end - kvh_begin) floats, rows = queries * group.
-// decode_span: see attention_decode.h. bf16_pairs and task_bf16 (AttentionShape::bf16_products;
+// decode_span: see attention_decode.h (never null); task may be null (the reference runs where it
+// would). bf16_pairs and task_bf16 (AttentionShape::bf16_products;
 // null where the level has no bf16 dot product): k_panels and v_panels of kv heads [kvh_begin,
 // kvh_end) as bf16 pairs, k_pairs [n_kv_heads, tiles, head_dim / 2, kKeyTile] and v_pairs
 // [n_kv_heads, head_dim / kKeyTile, ceil(nk / 2), kKeyTile] (uint32: keys 2j, 2j + 1 of a column;

@@ -1,18 +1,18 @@
 // The int8 GEMM driver (see int8_gemm.h): x quantization, weight repacking, blocking, threads.
 //
 // Per thread, a block of kInt8RowBlock weight rows is repacked once for the whole depth
-// (int8_gemm_kernels.h, the architecture's int8_repack; ~1.25 or 2.25 bytes per weight) and multiplied
-// with every row of x, so repacking costs O(n * k) per call against O(m * n * k) multiply-adds. x
-// is taken kInt8XBlock rows x info.depth columns at a time, so that the x chunk and the fp32
-// results of those rows (kInt8XBlock x 64 floats, kept across chunks, written to y once with the
-// bias) stay in L2 whatever m is.
+// (int8_gemm_kernels.h, the architecture's int8_repack; ~1.25 or 2.25 bytes per weight) and
+// multiplied with every row of x, so repacking costs O(n * k) per call against O(m * n * k)
+// multiply-adds. x is taken kInt8XBlock rows x info.depth columns at a time, so that the x chunk
+// and the fp32 results of those rows (kInt8XBlock x 64 floats, kept across chunks, written to y
+// once with the bias) stay in L2 whatever m is.
 #include "ops/int8_gemm.h"
 
 #include <algorithm>
-#include <cstring>
-#include <random>
 #include <cmath>
+#include <cstring>
 #include <optional>
+#include <random>
 #include <vector>
 
 #include "base/aligned_buffer.h"
@@ -96,7 +96,7 @@ void quantize_x(const float* x, int64_t m, int64_t k, int64_t depth, kernels::In
         const int64_t width = std::min(depth, k - c0), at = c0 * m + i * width;
         const int64_t blocks = width / kCols, block_at = c0 / kCols * m + i * blocks;
         kernels::quantize_row_to(x + i * k + c0, blocks, qmax, q + at, scale + block_at,
-                                      sum + block_at);
+                                 sum + block_at);
         if (offset) {
           for (int64_t j = 0; j < width; ++j) u[at + j] = static_cast<uint8_t>(q[at + j] + 128);
         }
@@ -219,8 +219,8 @@ void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t 
         return out.packed.strip_block(r0 + s * info.strip_rows, b0);
       };
       if (!info.reads_stored) {
-        kernels::int8_repack(out.source, r0 / kRows, strips, info.strip_rows, 0, nb,
-                                  info.weights, buf.panel.data());
+        kernels::int8_repack(out.source, r0 / kRows, strips, info.strip_rows, 0, nb, info.weights,
+                             buf.panel.data());
       }
       for (int64_t m0 = 0; m0 < m; m0 += kInt8XBlock) {
         const int64_t m1 = std::min(m, m0 + kInt8XBlock);

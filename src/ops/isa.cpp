@@ -9,8 +9,8 @@ struct Named {
   IsaLevel level;
   const char* name;
 };
-constexpr Named kNames[] = {{IsaLevel::kScalar, "scalar"},    {IsaLevel::kAvx2, "avx2"},
-                            {IsaLevel::kAvx512, "avx512"},    {IsaLevel::kNeon, "neon"},
+constexpr Named kNames[] = {{IsaLevel::kScalar, "scalar"},       {IsaLevel::kAvx2, "avx2"},
+                            {IsaLevel::kAvx512, "avx512"},       {IsaLevel::kNeon, "neon"},
                             {IsaLevel::kNeonDotprod, "dotprod"}, {IsaLevel::kNeonI8mm, "i8mm"}};
 }  // namespace
 

@@ -273,9 +273,16 @@ MachineProbe probe_machine(const ProbeOptions& options) {
   // Touch every page (and give the reads something to add).
   for (int64_t i = 0; i < bytes; ++i) buffer[static_cast<size_t>(i)] = static_cast<uint8_t>(i * 7);
 
-  static const pk::ProbeKernels scalar{
-      pk::fma_loop_scalar,     pk::kFmaScalarPerIter, "scalar mul+add", nullptr, 0, "",
-      pk::int8_dot_loop_scalar, pk::kInt8ScalarPerIter, "scalar",        pk::read_sum_scalar};
+  static const pk::ProbeKernels scalar{pk::fma_loop_scalar,
+                                       pk::kFmaScalarPerIter,
+                                       "scalar mul+add",
+                                       nullptr,
+                                       0,
+                                       "",
+                                       pk::int8_dot_loop_scalar,
+                                       pk::kInt8ScalarPerIter,
+                                       "scalar",
+                                       pk::read_sum_scalar};
   const pk::ProbeKernels* found =
       m.isa == IsaLevel::kScalar ? nullptr : pk::probe_kernels_for(m.isa);
   const pk::ProbeKernels& k = found != nullptr ? *found : scalar;

@@ -9,7 +9,6 @@
 //     multiplied with each strip in turn (16 KiB, stays in L1 while the x panels stream past).
 #include "ops/packed_gemm.h"
 
-
 #include <algorithm>
 #include <cstring>
 

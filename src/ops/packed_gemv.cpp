@@ -76,7 +76,8 @@ PreparedX prepare_bf16(const float* x, int64_t m, int64_t k, kernels::Bf16RunX l
   return p;
 }
 
-PreparedX prepare_quantized(const float* x, int64_t m, int64_t k, const kernels::RunKernels& kernel) {
+PreparedX prepare_quantized(const float* x, int64_t m, int64_t k,
+                            const kernels::RunKernels& kernel) {
   const int64_t nb = k / kCols;
   t_scratch.x.resize(static_cast<size_t>(m * k));
   t_scratch.scale.resize(static_cast<size_t>(m * nb));

@@ -247,8 +247,7 @@ void matmul_multi(const float* x, int64_t m, const MatmulOutput* outputs, size_t
       kernel && (in_strips(type) || (m >= kernels::kGemmMinRows && type != QuantType::kBF16 &&
                                      gemm_activations() == GemmActivations::kInt8));
   // As matmul_on: below the GEMM's rows, or where the level has no GEMM for the product.
-  const bool gemm_missing = type == QuantType::kBF16 ||
-                                    gemm_activations() == GemmActivations::kF32
+  const bool gemm_missing = type == QuantType::kBF16 || gemm_activations() == GemmActivations::kF32
                                 ? kernels::gemm_kernels_for(isa, type) == nullptr
                                 : !kernel;
   const bool small = !in_strips(type) && !int8 &&

@@ -167,8 +167,7 @@ TEST_P(DecodeAttention, EachRowAsIfAlone) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryIsa, DecodeAttention,
-                         ::testing::ValuesIn(arch_isa_levels()),
+INSTANTIATE_TEST_SUITE_P(EveryIsa, DecodeAttention, ::testing::ValuesIn(arch_isa_levels()),
                          [](const auto& info) {
                            std::string name = isa_level_name(info.param);
                            std::erase_if(name, [](char ch) { return !std::isalnum(ch); });

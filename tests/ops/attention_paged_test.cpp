@@ -197,8 +197,7 @@ TEST_P(PagedAttention, HeadMajorAndStridedPagesChangeNoBit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryIsa, PagedAttention,
-                         ::testing::ValuesIn(arch_isa_levels()),
+INSTANTIATE_TEST_SUITE_P(EveryIsa, PagedAttention, ::testing::ValuesIn(arch_isa_levels()),
                          [](const auto& info) {
                            std::string name = isa_level_name(info.param);
                            std::erase_if(name, [](char ch) { return !std::isalnum(ch); });

@@ -1,7 +1,6 @@
 // The int8 GEMM (m >= 16 on q8/q4): every micro-kernel this CPU runs against the scalar int8
 // oracle on all tail shapes, its error against the exact product, and its dispatch.
 #include "ops/int8_gemm.h"
-#include "ops/int8_gemm_kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -12,6 +11,7 @@
 
 #include "int8_gemm_test_util.h"
 #include "isa_test_util.h"
+#include "ops/int8_gemm_kernels.h"
 #include "ops/packed_kernels.h"
 #include "ops/packed_matrix.h"
 

@@ -23,8 +23,7 @@ using testing::random_vector;
 
 // The run kernels of a level, the scalar ones where it has none.
 kernels::RunKernels run_kernels(IsaLevel isa) {
-  const kernels::RunKernels* k =
-      isa == IsaLevel::kScalar ? nullptr : kernels::run_kernels_for(isa);
+  const kernels::RunKernels* k = isa == IsaLevel::kScalar ? nullptr : kernels::run_kernels_for(isa);
   if (k != nullptr) return *k;
   return {kernels::bf16_run_scalar, kernels::Bf16RunX::kF32, kernels::q8_run_scalar,
           kernels::q4_run_scalar, kernels::quantize_row_scalar};

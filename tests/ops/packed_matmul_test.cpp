@@ -10,8 +10,8 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "isa_test_util.h"
-#include "ops/matmul.h"
 #include "ops/int8_gemm_kernels.h"
+#include "ops/matmul.h"
 #include "ops/packed_kernels.h"
 #include "ops/packed_matrix.h"
 
@@ -206,14 +206,21 @@ TEST(PackedMatmul, EveryIsaOfTheCpuPassesTheSelfCheck) {
 }
 
 TEST(PackedMatmul, RejectsIsaLevelsTheCpuLacks) {
-  if (best_isa() == IsaLevel::kAvx512) GTEST_SKIP();
-  try {
-    set_isa_override(IsaLevel::kAvx512);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+  // Every level this CPU cannot run (always some: the other architecture's) is refused.
+  int refused = 0;
+  for (IsaLevel level : {IsaLevel::kScalar, IsaLevel::kAvx2, IsaLevel::kAvx512, IsaLevel::kNeon,
+                         IsaLevel::kNeonDotprod, IsaLevel::kNeonI8mm}) {
+    if (testing::runs_level(level)) continue;
+    try {
+      set_isa_override(level);
+      ADD_FAILURE() << "expected an error for " << isa_level_name(level);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+      ++refused;
+    }
+    EXPECT_EQ(active_isa(), best_isa());
   }
-  EXPECT_EQ(active_isa(), best_isa());
+  EXPECT_GE(refused, 3);
 }
 
 }  // namespace

@@ -1,10 +1,11 @@
 // The aarch64 kernels of each level for the generic drivers (see ops/isa.h): NEON elementwise
-// kernels, half conversions and the x quantizer at every level; the int8 GEMM's stored-strip
-// tiles with SDOT (kNeonDotprod) or USMMLA (kNeonI8mm). Null where a level has none yet (the
+// kernels, attention (flash task and decode spans), half conversions and the x quantizer at every
+// level; the int8 GEMM's stored-strip tiles with SDOT (kNeonDotprod) or USMMLA (kNeonI8mm). Null where a level has none yet (the
 // scalar oracles run). Compiled for the ARMv8.0 baseline: it only names kernels, it runs none.
 #include <optional>
 
 #include "base/error.h"
+#include "ops/arm/attention_neon.h"
 #include "ops/arm/elementwise_neon.h"
 #include "ops/arm/half_convert_neon.h"
 #include "ops/arm/int8_gemm_neon.h"
@@ -52,8 +53,13 @@ Int8KernelInfo int8_kernel_info(Int8GemmKernel kernel, QuantType type, int64_t m
   const bool i8mm = kernel == Int8GemmKernel::kNeonI8mm && m >= 2;
   const Int8TileKernel tile = i8mm ? (q4 ? int8_tile_q4s_neon_i8mm : int8_tile_q8s_neon_i8mm)
                                    : (q4 ? int8_tile_q4s_neon_dotprod : int8_tile_q8s_neon_dotprod);
-  return {tile,       kInt8NeonStripRows, i8mm ? kInt8NeonI8mmXRows : kInt8NeonDotprodXRows,
-          Int8XLayout::kInt8, Int8PanelWeights::kBytes, kInt8Depth, true};
+  return {tile,
+          kInt8NeonStripRows,
+          i8mm ? kInt8NeonI8mmXRows : kInt8NeonDotprodXRows,
+          Int8XLayout::kInt8,
+          Int8PanelWeights::kBytes,
+          kInt8Depth,
+          true};
 }
 bool int8_kernel_supports(Int8GemmKernel kernel, QuantType type) {
   // The ARM tiles read stored strips (what every q8/q4 model file holds); q8/q4 groups are
@@ -90,8 +96,9 @@ const ElementwiseKernels* elementwise_kernels_for(IsaLevel isa) {
 }  // namespace elementwise_kernels
 
 namespace attention_kernels {
-const AttentionKernels* attention_kernels_for(IsaLevel) {
-  return nullptr;
+const AttentionKernels* attention_kernels_for(IsaLevel isa) {
+  static const AttentionKernels neon{task_neon, decode_span_neon, nullptr, nullptr};
+  return is_arm_level(isa) ? &neon : nullptr;
 }
 }  // namespace attention_kernels
 

@@ -4,8 +4,8 @@
 #include <immintrin.h>
 
 #include "ops/attention_decode.h"
-#include "ops/x86/attention_x86.h"
 #include "ops/kv_q8.h"
+#include "ops/x86/attention_x86.h"
 
 #pragma GCC target("avx2,fma,f16c")
 

@@ -8,8 +8,8 @@
 #include <immintrin.h>
 
 #include "ops/attention_decode.h"
-#include "ops/x86/attention_x86.h"
 #include "ops/kv_q8.h"
+#include "ops/x86/attention_x86.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
 
@@ -19,6 +19,7 @@ namespace qvl::ops::attention_kernels {
 namespace {
 
 #include "ops/x86/attention_decode_avx512.inc"
+// The shared span driver, on the helpers above.
 #include "ops/attention_decode_span.inc"
 
 }  // namespace

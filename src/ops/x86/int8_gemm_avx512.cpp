@@ -14,8 +14,8 @@
 #include <cstring>
 
 #include "ops/int8_gemm_kernels.h"
-#include "ops/x86/int8_gemm_x86.h"
 #include "ops/packed_matrix.h"
+#include "ops/x86/int8_gemm_x86.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 

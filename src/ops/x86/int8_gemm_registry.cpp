@@ -4,12 +4,11 @@
 #include <optional>
 
 #include "base/error.h"
-
 #include "ops/int8_gemm.h"
 #include "ops/int8_gemm_kernels.h"
 #include "ops/packed_kernels.h"
-#include "ops/x86/packed_kernels_x86.h"
 #include "ops/x86/int8_gemm_x86.h"
+#include "ops/x86/packed_kernels_x86.h"
 
 namespace qvl::ops {
 
@@ -45,7 +44,7 @@ namespace {
 std::optional<Int8KernelInfo> stored_strip_kernel(Int8GemmKernel kernel, QuantType type) {
   const bool q4 = type == QuantType::kQ4Strips;
   const auto info = [](Int8TileKernel tile, int64_t nr, int64_t x_rows) {
-    return Int8KernelInfo{tile, nr, x_rows, Int8XLayout::kInt8, Int8PanelWeights::kBytes,
+    return Int8KernelInfo{tile,       nr,  x_rows, Int8XLayout::kInt8, Int8PanelWeights::kBytes,
                           kInt8Depth, true};
   };
   switch (kernel) {
@@ -58,8 +57,13 @@ std::optional<Int8KernelInfo> stored_strip_kernel(Int8GemmKernel kernel, QuantTy
                   kInt8AvxVnniXRows);
     case Int8GemmKernel::kAvx2X7:
       if (q4) return std::nullopt;
-      return Int8KernelInfo{int8_tile_q8s_avx2_x7, 16,         kInt8Avx2X7XRows, Int8XLayout::kInt7,
-                            Int8PanelWeights::kBytes, kInt8Depth, true};
+      return Int8KernelInfo{int8_tile_q8s_avx2_x7,
+                            16,
+                            kInt8Avx2X7XRows,
+                            Int8XLayout::kInt7,
+                            Int8PanelWeights::kBytes,
+                            kInt8Depth,
+                            true};
     default:
       return std::nullopt;
   }
@@ -75,7 +79,8 @@ Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
     case Int8GemmKernel::kAvx2:
     case Int8GemmKernel::kAvx2X7:
       if (q8) {  // int16 strips: half the depth keeps a row block's chunk in L1
-        return {int8_tile_q8_avx2, 16, kInt8Avx2Q8XRows, Int8XLayout::kInt16,
+        return {int8_tile_q8_avx2,          16,
+                kInt8Avx2Q8XRows,           Int8XLayout::kInt16,
                 Int8PanelWeights::kPairs16, kInt8Depth / 2};
       }
       return {int8_tile_q4_avx2, 16, kInt8Avx2Q4XRows, Int8XLayout::kInt8,
@@ -114,10 +119,8 @@ Int8KernelInfo int8_kernel_info(Int8GemmKernel kernel, QuantType type, int64_t m
 }
 
 bool int8_kernel_supports(Int8GemmKernel kernel, QuantType type) {
-  const bool int8_type =
-      values_type(type) == QuantType::kQ8 || values_type(type) == QuantType::kQ4;
-  return int8_type && kernel != Int8GemmKernel::kNeonDotprod &&
-         kernel != Int8GemmKernel::kNeonI8mm;
+  const bool int8_type = values_type(type) == QuantType::kQ8 || values_type(type) == QuantType::kQ4;
+  return int8_type && kernel != Int8GemmKernel::kNeonDotprod && kernel != Int8GemmKernel::kNeonI8mm;
 }
 
 std::optional<Int8GemmKernel> int8_kernel_for(IsaLevel isa, QuantType /*type*/,

@@ -6,10 +6,10 @@
 #include <immintrin.h>
 
 #include "ops/int8_gemm_kernels.h"
-#include "ops/x86/int8_gemm_x86.h"
 #include "ops/packed_kernels.h"
-#include "ops/x86/packed_kernels_x86.h"
 #include "ops/packed_matrix.h"
+#include "ops/x86/int8_gemm_x86.h"
+#include "ops/x86/packed_kernels_x86.h"
 
 #pragma GCC target("avx2,fma,f16c")
 

@@ -18,8 +18,8 @@
 #include <cstring>
 
 #include "ops/int8_gemm_kernels.h"
-#include "ops/x86/int8_gemm_x86.h"
 #include "ops/packed_matrix.h"
+#include "ops/x86/int8_gemm_x86.h"
 
 namespace qvl::ops::kernels {
 namespace {  // NOLINT: internal linkage on purpose (see above)

@@ -58,5 +58,4 @@ inline constexpr int64_t kInt8Avx512XRows = 6;
 // The AVX-512 stored-strip tiles: a decode step of 8 streams in one pass.
 inline constexpr int64_t kInt8Avx512StoredXRows = 8;
 
-
 }  // namespace qvl::ops::kernels

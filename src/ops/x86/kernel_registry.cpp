@@ -5,7 +5,6 @@
 #include "ops/elementwise_kernels.h"
 #include "ops/half_convert.h"
 #include "ops/machine_probe_kernels.h"
-#include "ops/x86/machine_probe_x86.h"
 #include "ops/packed_gemm.h"
 #include "ops/packed_kernels.h"
 #include "ops/x86/attention_x86.h"
@@ -69,14 +68,13 @@ const AttentionKernels* attention_kernels_for(IsaLevel isa) {
 namespace probe_kernels {
 
 const ProbeKernels* probe_kernels_for(IsaLevel isa) {
-  static const ProbeKernels avx2{fma_loop_avx2,      kFmaAvx2PerIter,  "vfmadd231ps ymm",
-                                 nullptr,            0,                "",
-                                 int8_dot_loop_avx2, kInt8Avx2PerIter, "vpmaddubsw+vpmaddwd ymm",
-                                 read_sum_avx2};
-  static const ProbeKernels avx512{
-      fma_loop_avx512,      kFmaAvx512PerIter,  "vfmadd231ps zmm", bf16_dot_loop_avx512,
-      kBf16Avx512PerIter,   "vdpbf16ps zmm",    int8_dot_loop_avx512,
-      kInt8Avx512PerIter,   "vpdpbusd zmm",     read_sum_avx512};
+  static const ProbeKernels avx2{
+      fma_loop_avx2,      kFmaAvx2PerIter,  "vfmadd231ps ymm",         nullptr,      0, "",
+      int8_dot_loop_avx2, kInt8Avx2PerIter, "vpmaddubsw+vpmaddwd ymm", read_sum_avx2};
+  static const ProbeKernels avx512{fma_loop_avx512,      kFmaAvx512PerIter,  "vfmadd231ps zmm",
+                                   bf16_dot_loop_avx512, kBf16Avx512PerIter, "vdpbf16ps zmm",
+                                   int8_dot_loop_avx512, kInt8Avx512PerIter, "vpdpbusd zmm",
+                                   read_sum_avx512};
   if (isa == IsaLevel::kAvx512) return &avx512;
   return isa == IsaLevel::kAvx2 ? &avx2 : nullptr;
 }

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "base/thread_pool.h"
-#include "isa_test_util.h"
-#include "kv_cache_fixture.h"
+#include "ops/isa_test_util.h"
+#include "ops/kv_cache_fixture.h"
 #include "ops/attention.h"
 #include "ops/attention_decode.h"
 #include "ops/attention_kernels.h"

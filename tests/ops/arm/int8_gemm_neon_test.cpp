@@ -15,7 +15,7 @@
 #include <cstring>
 #include <vector>
 
-#include "isa_test_util.h"
+#include "ops/isa_test_util.h"
 #include "ops/int8_gemm.h"
 #include "ops/int8_gemm_kernels.h"
 #include "ops/packed_kernels.h"

@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "ops/isa_test_util.h"
 #include "ops/attention.h"
 #include "ops/attention_kernels.h"
-#include "ops/x86/attention_x86.h"
 #include "ops/exp2_polynomial.h"
+#include "ops/isa_test_util.h"
 #include "ops/packed_matrix.h"
+#include "ops/x86/attention_x86.h"
 
 #ifdef _IMMINTRIN_H_INCLUDED
 #error "the AVX-512 model below must not meet the real intrinsics (some are macros)"

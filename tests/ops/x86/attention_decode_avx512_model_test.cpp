@@ -18,16 +18,16 @@
 #include <vector>
 
 #include "base/half.h"
+#include "ops/attention.h"
+#include "ops/attention_decode.h"
+#include "ops/attention_kernels.h"
+#include "ops/exp2_polynomial.h"
 #include "ops/isa_test_util.h"
 #include "ops/kv_cache_fixture.h"
 #include "ops/kv_pages_fixture.h"
-#include "ops/attention.h"
-#include "ops/attention_decode.h"
-#include "ops/x86/attention_x86.h"
-#include "ops/attention_kernels.h"
-#include "ops/exp2_polynomial.h"
 #include "ops/kv_q8.h"
 #include "ops/packed_kernels.h"
+#include "ops/x86/attention_x86.h"
 
 #ifdef _IMMINTRIN_H_INCLUDED
 #error "the AVX-512 model below must not meet the real intrinsics (some are macros)"

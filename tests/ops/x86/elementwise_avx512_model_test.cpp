@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "ops/isa_test_util.h"
 #include "ops/elementwise_kernels.h"
-#include "ops/x86/elementwise_x86.h"
 #include "ops/exp2_polynomial.h"
+#include "ops/isa_test_util.h"
 #include "ops/packed_matrix.h"
+#include "ops/x86/elementwise_x86.h"
 
 #ifdef _IMMINTRIN_H_INCLUDED
 #error "the AVX-512 model below must not meet the real intrinsics (some are macros)"

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "base/half.h"
-#include "ops/isa_test_util.h"
 #include "ops/int8_gemm.h"
 #include "ops/int8_gemm_kernels.h"
+#include "ops/isa_test_util.h"
 #include "ops/packed_kernels.h"
 #include "ops/packed_matrix.h"
 

@@ -6,12 +6,12 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/int8_gemm.h"
 #include "ops/int8_gemm_test_util.h"
 #include "ops/isa_test_util.h"
-#include "ops/int8_gemm.h"
 #include "ops/packed_kernels.h"
-#include "ops/x86/packed_kernels_x86.h"
 #include "ops/packed_matrix.h"
+#include "ops/x86/packed_kernels_x86.h"
 
 namespace qvl::ops {
 namespace {
@@ -165,7 +165,8 @@ TEST_F(Int8GemmX7, MatmulUsesItOnlyForTheFastestPrecisionOnAvx2WithoutVnni) {
     matmul(x.data(), p.m, strips, nullptr, got.data());
     EXPECT_EQ(got, x8) << "text products keep 8-bit x";
   }
-  if (cpu_runs_int8_gemm_kernel(Int8GemmKernel::kAvxVnni)) {  // exact 8-bit x at full speed: no reason to round more
+  if (cpu_runs_int8_gemm_kernel(
+          Int8GemmKernel::kAvxVnni)) {  // exact 8-bit x at full speed: no reason to round more
     testing::IsaScope isa(IsaLevel::kAvx2);
     std::vector<float> want(x7.size());
     int8_gemm(Int8GemmKernel::kAvxVnni, x.data(), p.m, strips, nullptr, want.data());

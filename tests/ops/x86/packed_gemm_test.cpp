@@ -5,7 +5,6 @@
 // same bit for bit whatever batch computes it. Kernel sets for ISA levels this CPU lacks are
 // skipped (printed).
 #include "ops/packed_gemm.h"
-#include "ops/x86/packed_gemm_x86.h"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +19,7 @@
 #include "base/half.h"
 #include "ops/isa_test_util.h"
 #include "ops/packed_matrix.h"
+#include "ops/x86/packed_gemm_x86.h"
 
 namespace qvl::ops {
 namespace {

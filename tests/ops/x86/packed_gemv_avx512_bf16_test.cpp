@@ -15,8 +15,8 @@
 #include "ops/isa_test_util.h"
 #include "ops/packed_gemv_shapes.h"
 #include "ops/packed_kernels.h"
-#include "ops/x86/packed_kernels_x86.h"
 #include "ops/packed_matrix.h"
+#include "ops/x86/packed_kernels_x86.h"
 
 #ifdef _IMMINTRIN_H_INCLUDED
 #error "the AVX-512 model below must not meet the real intrinsics (some are macros)"
