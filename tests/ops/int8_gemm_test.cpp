@@ -303,18 +303,22 @@ TEST(Int8GemmDispatch, MatmulTakesTheInt8GemmForStoredStripsAtAnyM) {
 }
 
 TEST(Int8GemmScratch, ReleaseFreesTheCallingThreadsCopyOfXAndTheNextCallGivesTheSameBits) {
-  if (best_isa() == IsaLevel::kScalar) GTEST_SKIP() << "no SIMD level: the GEMMs are not used";
+  const std::optional<Int8GemmKernel> kernel =
+      best_isa() == IsaLevel::kScalar
+          ? std::nullopt
+          : kernels::int8_kernel_for(best_isa(), QuantType::kQ8Strips, ActivationPrecision::kInt8);
+  if (!kernel) GTEST_SKIP() << "no int8 GEMM at this level";
   const int64_t n = 24, k = 320, m = 200;
   const auto w = random_vector(static_cast<size_t>(n * k), 92, 0.05f);
   const auto x = random_vector(static_cast<size_t>(m * k), 93, 1.0f);
   const auto packed =
-      PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, QuantType::kQ8);
+      PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, QuantType::kQ8Strips);
   std::vector<float> first(static_cast<size_t>(m * n)), again(first.size());
-  int8_gemm(Int8GemmKernel::kAvx2, x.data(), m, packed, nullptr, first.data());
+  int8_gemm(*kernel, x.data(), m, packed, nullptr, first.data());
   EXPECT_GE(int8_gemm_scratch_bytes(), static_cast<size_t>(m * k));  // x as int8, at least
   release_int8_gemm_scratch();
   EXPECT_EQ(int8_gemm_scratch_bytes(), 0u);
-  int8_gemm(Int8GemmKernel::kAvx2, x.data(), m, packed, nullptr, again.data());
+  int8_gemm(*kernel, x.data(), m, packed, nullptr, again.data());
   EXPECT_EQ(again, first);
 }
 
