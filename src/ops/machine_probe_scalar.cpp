@@ -9,7 +9,8 @@ namespace qvl::ops {
 
 namespace probe_kernels {
 
-#define QVL_OPAQUE_FLOAT(v) asm volatile("" : "+x"(v))
+// Memory operands: a register constraint for floats differs per architecture ("x", "w", "f").
+#define QVL_OPAQUE_FLOAT(v) asm volatile("" : "+m"(v))
 #define QVL_OPAQUE_INT(v) asm volatile("" : "+r"(v))
 
 float fma_loop_scalar(int64_t iters, float a, float b) {
