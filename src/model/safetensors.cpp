@@ -106,7 +106,9 @@ std::vector<float> TensorView::to_f32() const {
   std::vector<float> out(n);
   switch (dtype) {
     case DType::kF32:
-      std::memcpy(out.data(), data, n * 4);
+      // An empty vector's data() may be null, and memcpy with a null pointer is undefined even
+      // for zero bytes.
+      if (n > 0) std::memcpy(out.data(), data, n * 4);
       break;
     case DType::kBF16:
     case DType::kF16:

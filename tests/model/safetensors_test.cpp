@@ -128,5 +128,29 @@ TEST(SafeTensors, RejectsCorruptHeaders) {
   EXPECT_NE(error_of(p).find("truncated"), std::string::npos);
 }
 
+// An empty F32 tensor converts to an empty vector (its copy used to pass memcpy a null
+// destination, which UBSan reports), and a non-empty one keeps its values.
+TEST(SafeTensors, EmptyF32TensorConvertsToEmpty) {
+  const std::string dir = temp_dir();
+  const std::string p = dir + "/model.safetensors";
+  const float values[2] = {1.5f, -2.0f};
+  {
+    std::ofstream out(p, std::ios::binary);
+    const std::string header = R"({"empty":{"dtype":"F32","shape":[0,4],"data_offsets":[0,0]},)"
+                               R"("pair":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+    const uint64_t n = header.size();
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out << header;
+    out.write(reinterpret_cast<const char*>(values), sizeof(values));
+  }
+  SafeTensorsFile file(p);
+  EXPECT_TRUE(file.get("empty").to_f32().empty());
+  EXPECT_EQ(file.get("pair").to_f32(), (std::vector<float>{1.5f, -2.0f}));
+  TensorView detached;  // no data at all
+  detached.name = "detached";
+  detached.shape = {0};
+  EXPECT_TRUE(detached.to_f32().empty());
+}
+
 }  // namespace
 }  // namespace qvl
