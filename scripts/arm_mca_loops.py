@@ -1,0 +1,996 @@
+#!/usr/bin/env python3
+"""Static timing of qvl's aarch64 inner loops, and of llama.cpp's peers, with llvm-mca.
+
+Called by scripts/arm_mca.sh (which installs the tools and finds the llama.cpp source); see
+there for usage. Python 3 standard library only.
+
+What it does, for every loop named in OURS and PEERS below:
+  1. compiles the loop's source file to assembly (-S) with the Debian cross compiler and the
+     flags the build uses (qvl: CMake Release flags and the per-file -march of
+     cmake/QvlArch.cmake; llama.cpp: the flags of ggml's CMake for the ARM variant named);
+  2. finds the loop in that assembly: the functions whose (demangled) name matches, their control
+     flow graph, its natural loops (a back edge u -> h where h dominates u), and among them the
+     loop the spec selects (the innermost loop with the most, or the fewest, of a counted kind of
+     instruction such as SDOT); nothing depends on line numbers;
+  3. runs llvm-mca on the loop's body (its basic blocks in address order) for each core model;
+  4. writes the Markdown report.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+# ---------------------------------------------------------------------------------------------
+# Cores (llvm-mca -mcpu) and what they stand for.
+CPUS = [
+    ("neoverse-n1", "N1 (= A76)"),
+    ("neoverse-n2", "N2"),
+    ("neoverse-v1", "V1"),
+    ("neoverse-v2", "V2"),
+    ("apple-m2", "Apple M2"),
+]
+
+# ---------------------------------------------------------------------------------------------
+# Our loops. file: under the qvl root; funcs: regexes on demangled function names, tried in order
+# (the first function with a matching loop wins); key: the counted instruction kind that selects
+# the loop (see count()); pick: 'max' (the loop with the most of key, innermost on ties), 'min'
+# (the fewest, > 0), 'max-first' / 'max-last' (the first / last in address order of the
+# innermost loops with the most); prefetch: keep (True) or drop (False) the loop's blocks that
+# hold PRFM (the optional prefetch of streamed strips); work: what one iteration does (see
+# work_of()); peak: the instruction whose model throughput is the peak.
+OURS = [
+    # int8 GEMM tiles (8 x rows: prefill and the vision tower; no prefetch past 256 x rows).
+    dict(id="sdot-q8", group="gemm", name="SDOT q8 strips", file="src/ops/arm/int8_gemm_neon_dotprod.cpp",
+         funcs=[r"dotprod_tile<8, .*Stored\)0>", r"int8_tile_q8s_neon_dotprod"], key="int8", pick="max",
+         prefetch=False, work="int8", peak="sdot", peers=["gemm-q8_0-4x4"]),
+    dict(id="sdot-q4", group="gemm", name="SDOT q4 strips", file="src/ops/arm/int8_gemm_neon_dotprod.cpp",
+         funcs=[r"dotprod_tile<8, .*Stored\)1>", r"int8_tile_q4s_neon_dotprod"], key="int8", pick="max",
+         prefetch=False, work="int8", peak="sdot", peers=["gemm-q4_0-4x4"]),
+    dict(id="usmmla-q8", group="gemm", name="USMMLA q8 strips", file="src/ops/arm/int8_gemm_neon_i8mm.cpp",
+         funcs=[r"i8mm_tile<8, .*Stored\)0>", r"int8_tile_q8s_neon_i8mm"], key="int8", pick="max",
+         prefetch=False, work="int8", peak="usmmla", peers=["gemm-q8_0-4x8-i8mm", "vec-dot-q8_0-i8mm"]),
+    dict(id="usmmla-q4", group="gemm", name="USMMLA q4 strips", file="src/ops/arm/int8_gemm_neon_i8mm.cpp",
+         funcs=[r"i8mm_tile<8, .*Stored\)1>", r"int8_tile_q4s_neon_i8mm"], key="int8", pick="max",
+         prefetch=False, work="int8", peak="usmmla",
+         peers=["gemm-q4_0-4x8-i8mm", "gemm-q4_K-8x8-i8mm", "vec-dot-q4_0-i8mm"]),
+    # Decode GEMV: the m = 1 tile (inlined into the entry point), strips streamed with prefetch.
+    dict(id="gemv-q8", group="gemv", name="SDOT q8, m = 1 (decode)", file="src/ops/arm/int8_gemm_neon_dotprod.cpp",
+         funcs=[r"dotprod_tile<1, .*Stored\)0>", r"int8_tile_q8s_neon_dotprod"], key="int8", pick="min",
+         prefetch=True, work="int8", peak="sdot", weight_bytes=1.0,
+         peers=["gemv-q8_0-4x4", "gemv-q8_0-4x8", "vec-dot-q8_0"]),
+    dict(id="gemv-q4", group="gemv", name="SDOT q4, m = 1 (decode)", file="src/ops/arm/int8_gemm_neon_dotprod.cpp",
+         funcs=[r"dotprod_tile<1, .*Stored\)1>", r"int8_tile_q4s_neon_dotprod"], key="int8", pick="min",
+         prefetch=True, work="int8", peak="sdot", weight_bytes=0.5,
+         peers=["gemv-q4_0-4x4", "gemv-q4_0-4x8", "vec-dot-q4_0"]),
+    # Attention: the flash task's products (FMLA by element; QK^T comes first in the code, PV last).
+    dict(id="flash-qk", group="attn", name="flash task QK^T", file="src/ops/arm/attention_neon.cpp",
+         funcs=[r"qk_tile\(", r"task_neon\("], key="fmla_elem", pick="max-first", prefetch=True,
+         work="fmla_elem", peak="fmla"),
+    dict(id="flash-pv", group="attn", name="flash task PV", file="src/ops/arm/attention_neon.cpp",
+         funcs=[r"pv_panel\(", r"task_neon\("], key="fmla_elem", pick="max-last", prefetch=True,
+         work="fmla_elem", peak="fmla"),
+    dict(id="flash-exp", group="attn", name="flash task softmax exp (16 scores)", file="src/ops/arm/attention_neon.cpp",
+         funcs=[r"softmax_block\(", r"task_neon\("], key="op:fmaxnm", pick="max", prefetch=True,
+         work="store4", peak=None),
+    # Decode spans, 2 rows (one kv head's query pair): scores (vector FMLA) and values (by element).
+    dict(id="dec-k-f32", group="decode", name="decode K fp32", file="src/ops/arm/attention_decode_neon.cpp",
+         funcs=[r"score_keys<2, float>", r"span_kernel<float>\("], key="fma_vec", pick="max", prefetch=True,
+         work="fma_vec", peak="fmla_vec", rows=2),
+    dict(id="dec-v-f32", group="decode", name="decode V fp32", file="src/ops/arm/attention_decode_neon.cpp",
+         funcs=[r"add_values<2, 8, float>", r"span_kernel<float>\("], key="fmla_elem", pick="max", prefetch=True,
+         work="fmla_elem", peak="fmla", rows=2),
+    dict(id="dec-k-f16", group="decode", name="decode K half", file="src/ops/arm/attention_decode_neon.cpp",
+         funcs=[r"score_keys<2, unsigned short>", r"span_kernel<unsigned short>\("], key="fma_vec", pick="max",
+         prefetch=True, work="fma_vec", peak="fmla_vec", rows=2),
+    dict(id="dec-v-f16", group="decode", name="decode V half", file="src/ops/arm/attention_decode_neon.cpp",
+         funcs=[r"add_values<2, 8, unsigned short>", r"span_kernel<unsigned short>\("], key="fmla_elem",
+         pick="max", prefetch=True, work="fmla_elem", peak="fmla", rows=2),
+    dict(id="dec-k-q8", group="decode", name="decode K 8-bit", file="src/ops/arm/attention_decode_neon.cpp",
+         funcs=[r"score_keys<2, signed char>", r"span_kernel<signed char>\("], key="fma_vec", pick="max",
+         prefetch=True, work="fma_vec", peak="fmla_vec", rows=2),
+    dict(id="dec-v-q8", group="decode", name="decode V 8-bit", file="src/ops/arm/attention_decode_neon.cpp",
+         funcs=[r"add_values<2, 8, signed char>", r"span_kernel<signed char>\("], key="fmla_elem", pick="max",
+         prefetch=True, work="fmla_elem", peak="fmla", rows=2),
+    # Elementwise rows (work: elements, from the bytes the loop stores or loads).
+    dict(id="silu", group="elem", name="silu·mul", file="src/ops/arm/elementwise_neon.cpp",
+         funcs=[r"silu_mul_neon"], key="op:fdiv", pick="max", prefetch=True, work="store4", peak=None),
+    dict(id="gelu", group="elem", name="gelu-tanh", file="src/ops/arm/elementwise_neon.cpp",
+         funcs=[r"gelu_tanh_neon"], key="op:fdiv", pick="max", prefetch=True, work="store4", peak=None),
+    dict(id="rms-sq", group="elem", name="rms-norm squares (fp64 sum)", file="src/ops/arm/elementwise_neon.cpp",
+         funcs=[r"sum_f64<true>", r"rms_norm_row_neon"], key="fma_vec", pick="max", prefetch=True,
+         work="load4", peak=None),
+    dict(id="rms-scale", group="elem", name="rms-norm scale", file="src/ops/arm/elementwise_neon.cpp",
+         funcs=[r"rms_norm_row_neon"], key="store_bytes", pick="max", prefetch=True, work="store4", peak=None),
+    dict(id="exp-sum", group="elem", name="exp_sum (exp and fp64 sum)", file="src/ops/arm/elementwise_neon.cpp",
+         funcs=[r"exp_sum_neon"], key="fma_vec", pick="max", prefetch=True, work="load4", peak=None),
+    dict(id="f32-f16", group="elem", name="f32->f16", file="src/ops/arm/half_convert_neon.cpp",
+         funcs=[r"f32_to_f16_neon"], key="op:fcvtn", pick="max", prefetch=True, work="load4", peak=None),
+]
+
+# llama.cpp's peers: variant names a ggml ARM build variant (flags in LLAMA_VARIANTS).
+PEERS = [
+    dict(id="gemm-q8_0-4x4", name="ggml_gemm_q8_0_4x4_q8_0", file="repack.cpp", variant="dotprod",
+         funcs=[r"^ggml_gemm_q8_0_4x4_q8_0$"], key="int8", pick="max", peak="sdot"),
+    dict(id="gemm-q4_0-4x4", name="ggml_gemm_q4_0_4x4_q8_0", file="repack.cpp", variant="dotprod",
+         funcs=[r"^ggml_gemm_q4_0_4x4_q8_0$"], key="int8", pick="max", peak="sdot"),
+    dict(id="gemm-q8_0-4x8-i8mm", name="ggml_gemm_q8_0_4x8_q8_0 (i8mm)", file="repack.cpp", variant="i8mm",
+         funcs=[r"^ggml_gemm_q8_0_4x8_q8_0$"], key="int8", pick="max", peak="usmmla"),
+    dict(id="gemm-q4_0-4x8-i8mm", name="ggml_gemm_q4_0_4x8_q8_0 (i8mm)", file="repack.cpp", variant="i8mm",
+         funcs=[r"^ggml_gemm_q4_0_4x8_q8_0$"], key="int8", pick="max", peak="usmmla"),
+    dict(id="gemm-q4_K-8x8-i8mm", name="ggml_gemm_q4_K_8x8_q8_K (i8mm)", file="repack.cpp", variant="i8mm",
+         funcs=[r"^ggml_gemm_q4_K_8x8_q8_K$"], key="int8", pick="max", peak="usmmla"),
+    dict(id="vec-dot-q8_0-i8mm", name="ggml_vec_dot_q8_0_q8_0 (i8mm, 2 rows)", file="quants.c", variant="i8mm",
+         funcs=[r"^ggml_vec_dot_q8_0_q8_0$"], key="n_mmla", pick="max", peak="usmmla"),
+    dict(id="vec-dot-q4_0-i8mm", name="ggml_vec_dot_q4_0_q8_0 (i8mm, 2 rows)", file="quants.c", variant="i8mm",
+         funcs=[r"^ggml_vec_dot_q4_0_q8_0$"], key="n_mmla", pick="max", peak="usmmla"),
+    dict(id="gemv-q8_0-4x4", name="ggml_gemv_q8_0_4x4_q8_0", file="repack.cpp", variant="dotprod",
+         funcs=[r"^ggml_gemv_q8_0_4x4_q8_0$"], key="int8", pick="max", peak="sdot", weight_bytes=1.0),
+    dict(id="gemv-q8_0-4x8", name="ggml_gemv_q8_0_4x8_q8_0", file="repack.cpp", variant="dotprod",
+         funcs=[r"^ggml_gemv_q8_0_4x8_q8_0$"], key="int8", pick="max", peak="sdot", weight_bytes=1.0),
+    dict(id="vec-dot-q8_0", name="ggml_vec_dot_q8_0_q8_0", file="quants.c", variant="dotprod",
+         funcs=[r"^ggml_vec_dot_q8_0_q8_0$"], key="int8", pick="max", peak="sdot", weight_bytes=1.0),
+    dict(id="gemv-q4_0-4x4", name="ggml_gemv_q4_0_4x4_q8_0", file="repack.cpp", variant="dotprod",
+         funcs=[r"^ggml_gemv_q4_0_4x4_q8_0$"], key="int8", pick="max", peak="sdot", weight_bytes=0.5),
+    dict(id="gemv-q4_0-4x8", name="ggml_gemv_q4_0_4x8_q8_0", file="repack.cpp", variant="dotprod",
+         funcs=[r"^ggml_gemv_q4_0_4x8_q8_0$"], key="int8", pick="max", peak="sdot", weight_bytes=0.5),
+    dict(id="vec-dot-q4_0", name="ggml_vec_dot_q4_0_q8_0", file="quants.c", variant="dotprod",
+         funcs=[r"^ggml_vec_dot_q4_0_q8_0$"], key="int8", pick="max", peak="sdot", weight_bytes=0.5),
+]
+for p in PEERS:
+    p.setdefault("prefetch", True)
+    p["work"] = "int8"
+
+# ggml's CMake, GGML_CPU_ALL_VARIANTS on ARM: armv8.2_2 (DOTPROD FP16_VECTOR_ARITHMETIC) and the
+# NEON-only i8mm variant (android_armv8.6_1: DOTPROD FP16_VECTOR_ARITHMETIC MATMUL_INT8; the Linux
+# armv8.6_1 adds SVE, whose paths are not NEON). Release flags -O3 -DNDEBUG, C11 / C++17 (GNU).
+LLAMA_VARIANTS = {
+    "dotprod": ("-march=armv8.2-a+dotprod+fp16", ["GGML_USE_DOTPROD", "GGML_USE_FP16_VECTOR_ARITHMETIC"]),
+    "i8mm": ("-march=armv8.6-a+dotprod+fp16+i8mm",
+             ["GGML_USE_DOTPROD", "GGML_USE_FP16_VECTOR_ARITHMETIC", "GGML_USE_MATMUL_INT8"]),
+}
+
+# ---------------------------------------------------------------------------------------------
+# Assembly parsing.
+
+LABEL_RE = re.compile(r"^([A-Za-z_.$][\w.$]*|\d+):\s*(.*)$")
+BRANCH_RE = re.compile(
+    r"^(b|b\.\w+|b(?:eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al)|cbn?z|tbn?z)\s+(.*)$")
+
+
+def parse_functions(path):
+    """{symbol: [('label', name) | ('insn', text)]} for every function of a GCC .s file
+    (inline-asm statements included: 'N:insn' lines, ';' separators)."""
+    funcs = {}
+    cur = None
+    items = []
+    with open(path) as f:
+        for raw in f:
+            line = raw.split("//")[0].rstrip()
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            for stmt in line.split(";"):
+                s = stmt.strip()
+                while True:
+                    m = LABEL_RE.match(s)
+                    if not m or (s.startswith(".") and not s.startswith(".L")):
+                        break  # not a label, or a directive
+                    lab = m.group(1)
+                    if cur is None and not lab.isdigit() and not lab.startswith(".L"):
+                        cur = lab
+                        items = []
+                        funcs[cur] = items
+                    elif cur is not None:
+                        items.append(("label", lab))
+                    s = m.group(2).strip()
+                if not s:
+                    continue
+                if s.startswith(".inst"):  # an encoded instruction (inline asm): decoded later
+                    if cur is not None:
+                        items.append(("insn", ".inst " + s.split()[1]))
+                    continue
+                if s.startswith("."):
+                    if s.startswith(".size") and cur is not None and s.split()[1].rstrip(",") == cur:
+                        cur = None
+                    continue
+                if cur is not None:
+                    items.append(("insn", re.sub(r"\s+", " ", s)))
+    return funcs
+
+
+def decode_inst_words(funcs, llvm_mc):
+    """Replaces '.inst 0x...' items by their disassembly (llvm-mc), in place."""
+    words = sorted({v.split()[1] for items in funcs.values() for k, v in items
+                    if k == "insn" and v.startswith(".inst ")})
+    if not words:
+        return
+    lines = []
+    for w in words:
+        x = int(w, 16)
+        lines.append(",".join("0x%02x" % ((x >> (8 * i)) & 0xFF) for i in range(4)))
+    r = subprocess.run([llvm_mc, "--disassemble", "-triple=aarch64",
+                        "-mattr=+dotprod,+i8mm,+fullfp16,+bf16"],
+                       input="\n".join(lines) + "\n", capture_output=True, text=True)
+    dis = [re.sub(r"\s+", " ", l.strip()) for l in r.stdout.splitlines()
+           if l.strip() and not l.strip().startswith(".")]
+    if len(dis) != len(words):
+        raise RuntimeError("llvm-mc could not decode every .inst word: " + r.stderr[:500])
+    table = {w: ".inst %s // %s" % (w, d) for w, d in zip(words, dis)}
+    for items in funcs.values():
+        for i, (k, v) in enumerate(items):
+            if k == "insn" and v.startswith(".inst "):
+                items[i] = ("insn", table[v.split()[1]].split(" // ")[1])
+
+
+def branch_target(insn):
+    m = BRANCH_RE.match(insn)
+    return m.group(2).split(",")[-1].strip() if m else None
+
+
+class Cfg:
+    """Basic blocks of one function, successors, dominators, natural loops."""
+
+    def __init__(self, items):
+        self.items = items
+        labels = {}
+        for i, (k, v) in enumerate(items):
+            if k == "label":
+                labels.setdefault(v, []).append(i)
+        # Block starts: index 0, every label, every instruction after a branch or ret.
+        starts = {0}
+        for i, (k, v) in enumerate(items):
+            if k == "label":
+                starts.add(i)
+            elif branch_target(v) is not None or v.split()[0] in ("ret", "br"):
+                starts.add(i + 1)
+        starts = sorted(s for s in starts if s < len(items))
+        self.blocks = []  # (first item, last item + 1)
+        for a, b in zip(starts, starts[1:] + [len(items)]):
+            self.blocks.append((a, b))
+        block_of = {}
+        for bi, (a, b) in enumerate(self.blocks):
+            for i in range(a, b):
+                block_of[i] = bi
+        self.succ = [set() for _ in self.blocks]
+        for bi, (a, b) in enumerate(self.blocks):
+            insns = [(i, v) for i, (k, v) in enumerate(items[a:b], a) if k == "insn"]
+            last_i, last = insns[-1] if insns else (None, "")
+            op = last.split()[0] if last else ""
+            t = branch_target(last) if last else None
+            falls = not (op in ("b", "ret", "br") or (t is not None and op == "b"))
+            if falls and bi + 1 < len(self.blocks):
+                self.succ[bi].add(bi + 1)
+            if t is not None:
+                j = self.resolve(t, last_i, labels)
+                if j is not None:
+                    self.succ[bi].add(block_of[j])
+        self.pred = [set() for _ in self.blocks]
+        for u, ss in enumerate(self.succ):
+            for v in ss:
+                self.pred[v].add(u)
+        self.dominators()
+
+    @staticmethod
+    def resolve(t, at, labels):
+        m = re.fullmatch(r"(\d+)([bf])", t)
+        if m:
+            cand = [j for j in labels.get(m.group(1), []) if (j < at if m.group(2) == "b" else j > at)]
+            if not cand:
+                return None
+            return max(cand) if m.group(2) == "b" else min(cand)
+        return labels[t][0] if t in labels else None
+
+    def dominators(self):
+        n = len(self.blocks)
+        reach = set()
+        stack = [0]
+        while stack:
+            u = stack.pop()
+            if u in reach:
+                continue
+            reach.add(u)
+            stack.extend(self.succ[u])
+        self.reach = reach
+        dom = {u: set(reach) for u in reach}
+        dom[0] = {0}
+        changed = True
+        while changed:
+            changed = False
+            for u in sorted(reach):
+                if u == 0:
+                    continue
+                ps = [p for p in self.pred[u] if p in reach]
+                new = set.intersection(*(dom[p] for p in ps)) if ps else set()
+                new = new | {u}
+                if new != dom[u]:
+                    dom[u] = new
+                    changed = True
+        self.dom = dom
+
+    def loops(self):
+        """Natural loops, merged by header: [(header, frozenset(blocks))]."""
+        by_head = {}
+        for u in self.reach:
+            for h in self.succ[u]:
+                if h in self.dom[u]:  # back edge u -> h
+                    body = {h}
+                    stack = [u]
+                    while stack:
+                        x = stack.pop()
+                        if x in body:
+                            continue
+                        body.add(x)
+                        stack.extend(p for p in self.pred[x] if p in self.reach)
+                    by_head.setdefault(h, set()).update(body)
+        # Blocks the loop leaves to and that only come back into it (e.g. a prefetch block that
+        # GCC placed out of line and also enters from before the loop, so h does not dominate it).
+        for h, body in by_head.items():
+            grown = True
+            while grown:
+                grown = False
+                for x in self.reach - body:
+                    if self.succ[x] and self.succ[x] <= body and self.pred[x] & body:
+                        body.add(x)
+                        grown = True
+        return [(h, frozenset(b)) for h, b in sorted(by_head.items())]
+
+    def insns(self, blocks):
+        out = []
+        for bi in sorted(blocks):
+            a, b = self.blocks[bi]
+            out.extend((bi, v) for k, v in self.items[a:b] if k == "insn")
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Instruction counting.
+
+REG_BYTES = {"q": 16, "d": 8, "x": 8, "s": 4, "w": 4, "h": 2, "b": 1}
+ARR_BYTES = {"16b": 16, "8h": 16, "4s": 16, "2d": 16, "8b": 8, "4h": 8, "2s": 8, "1d": 8}
+ARR_LANES = {"4s": 4, "2d": 2, "2s": 2, "8h": 8, "4h": 4}
+ELEM_BYTES = {"b": 1, "h": 2, "s": 4, "d": 8}
+
+
+def mem_bytes(op, operands):
+    """Bytes moved by a load or store instruction (0 if unknown)."""
+    regs = operands.split("[")[0]
+    if op.startswith(("ld1", "ld2", "ld3", "ld4", "st1", "st2", "st3", "st4")):
+        lst = re.search(r"\{([^}]*)\}(\[\d+\])?", operands)
+        if not lst:
+            return 0
+        vs = [v.strip() for v in re.split(r",|-", lst.group(1)) if v.strip()]
+        if "-" in lst.group(1):  # {v0.16b - v3.16b}
+            a, b = (int(re.match(r"v(\d+)", v).group(1)) for v in vs[:2])
+            count = (b - a) % 32 + 1
+        else:
+            count = len(vs)
+        arr = vs[0].split(".")[-1]
+        if lst.group(2) or op.endswith("r"):  # one lane, or LD1R: one element per register
+            return count * ELEM_BYTES.get(arr[-1], 0)
+        return count * ARR_BYTES.get(arr, 0)
+    size = {"ldrb": 1, "ldrsb": 1, "strb": 1, "ldurb": 1, "sturb": 1, "ldrh": 2, "ldrsh": 2,
+            "strh": 2, "ldurh": 2, "sturh": 2, "ldrsw": 4, "ldursw": 4}.get(op)
+    if size:
+        return size
+    first = regs.split(",")[0].strip()
+    per = REG_BYTES.get(first[:1], 0)
+    return per * (2 if op in ("ldp", "stp", "ldnp", "stnp", "ldpsw") else 1)
+
+
+def count(insns):
+    c = dict(insns=0, int8=0, n_dot=0, n_mmla=0, fmla_elem=0, fma_vec=0, loads=0, load_bytes=0,
+             stores=0, store_bytes=0, loads16=0, loads8=0, loads_small=0)
+    for _, text in insns:
+        parts = text.split(None, 1)
+        op, operands = parts[0], (parts[1] if len(parts) > 1 else "")
+        c["insns"] += 1
+        c["op:" + op] = c.get("op:" + op, 0) + 1
+        dest = operands.split(",")[0].strip()
+        arr = dest.split(".")[-1] if "." in dest else ""
+        by_elem = "[" in operands and op in ("sdot", "udot", "usdot", "sudot", "fmla", "fmls", "fmul")
+        if op in ("sdot", "udot", "usdot", "sudot"):
+            c["int8"] += 16 if arr == "4s" else 8
+            c["n_dot"] += 1
+        elif op in ("smmla", "ummla", "usmmla"):
+            c["int8"] += 32
+            c["n_mmla"] += 1
+        elif op in ("fmla", "fmls", "fmul") and arr in ARR_LANES:
+            lanes = ARR_LANES[arr]
+            if by_elem and op != "fmul":
+                c["fmla_elem"] += lanes
+            elif not by_elem:
+                c["fma_vec"] += lanes
+        if op.startswith("ld") and not op.startswith("ldax"):
+            nb = mem_bytes(op, operands)
+            c["loads"] += 1
+            c["load_bytes"] += nb
+            key = "loads16" if nb >= 16 else "loads8" if nb == 8 else "loads_small"
+            c[key] += 1
+        elif op.startswith("st") and not op.startswith("stl"):
+            c["stores"] += 1
+            c["store_bytes"] += mem_bytes(op, operands)
+    return c
+
+
+def work_of(kind, c):
+    if kind == "int8":
+        return c["int8"]
+    if kind in ("fmla_elem", "fma_vec"):
+        return c[kind]
+    if kind == "store4":
+        return c["store_bytes"] / 4
+    if kind == "load4":
+        return c["load_bytes"] / 4
+    raise ValueError(kind)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loop selection.
+
+class Found:
+    pass
+
+
+def find_loop(asm_funcs, demangled, spec):
+    for pat in spec["funcs"]:
+        cands = []
+        for sym, dem in demangled.items():
+            if not re.search(pat, dem):
+                continue
+            cfg = Cfg(asm_funcs[sym])
+            for h, blocks in cfg.loops():
+                c = count(cfg.insns(blocks))
+                cands.append((sym, dem, cfg, h, blocks, c))
+        key = spec["key"]
+        cands = [x for x in cands if x[5].get(key, 0) > 0]
+        if not cands:
+            continue
+        # Innermost loops (holding no other loop) first; outer ones only if none has the key.
+        innermost = [x for x in cands
+                     if not any(l[0] != x[3] and l[1] < x[4] for l in x[2].loops())]
+        cands = innermost or cands
+        pick = spec["pick"]
+        target = (min if pick == "min" else max)(x[5][key] for x in cands)
+        best = [x for x in cands if x[5][key] == target]
+        # innermost: drop a loop that contains another candidate of the same function
+        inner = [x for x in best
+                 if not any(y is not x and y[0] == x[0] and y[4] < x[4] for y in best)]
+        inner.sort(key=lambda x: (list(demangled).index(x[0]), x[3]))
+        chosen = inner[-1] if pick == "max-last" else inner[0]
+        sym, dem, cfg, h, blocks, c = chosen
+        f = Found()
+        f.sym, f.dem, f.cfg, f.blocks = sym, dem, cfg, blocks
+        f.variants = len(inner)
+        f.nested = [l for l in cfg.loops() if l[0] != h and l[1] < blocks]
+        body = cfg.insns(blocks)
+        f.dropped = 0
+        if not spec.get("prefetch", True):
+            pf = {bi for bi, t in body if t.startswith("prfm")}
+            f.dropped = len(pf)
+            body = [(bi, t) for bi, t in body if bi not in pf]
+        f.has_prefetch = any(t.startswith("prfm") for _, t in body)
+        f.body = body
+        f.counts = count(body)
+        f.cond_branches = sum(1 for _, t in body if branch_target(t) is not None
+                              and not t.startswith("b "))
+        return f
+    return None
+
+
+def mca_text(body):
+    lines = [".Lmca_top:"]
+    for _, t in body:
+        tgt = branch_target(t)
+        if tgt is not None:
+            head = t[: t.rfind(tgt)] if not t.endswith(tgt) else t[: len(t) - len(tgt)]
+            t = head + ".Lmca_top"
+        lines.append("\t" + t)
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# llvm-mca.
+
+def run_mca(mca, cpu, text, iterations=100):
+    r = subprocess.run([mca, "-mtriple=aarch64", "-mcpu=" + cpu, "-iterations=%d" % iterations],
+                       input=text, capture_output=True, text=True)
+    if r.returncode != 0:
+        err = r.stderr.strip().splitlines()
+        msg = next((l for l in err if "error" in l), err[0] if err else "failed")
+        if "instruction requires" in msg:
+            return dict(na=re.sub(r".*instruction requires:\s*", "", msg))
+        return dict(error=msg)
+    out = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"(Iterations|Instructions|Total Cycles|Block RThroughput|IPC):\s*([\d.]+)", line)
+        if m:
+            out[m.group(1)] = float(m.group(2))
+    out["cycles"] = out["Total Cycles"] / out["Iterations"]
+    out["rthroughput"] = out["Block RThroughput"]
+    return out
+
+
+PEAK_INSNS = {
+    "sdot": ("sdot v{i}.4s, v28.16b, v29.4b[1]", 16, "SDOT (by element)"),
+    "usmmla": ("usmmla v{i}.4s, v28.16b, v29.16b", 32, "USMMLA"),
+    "fmla": ("fmla v{i}.4s, v28.4s, v29.s[1]", 4, "FMLA .4s (by element)"),
+    "fmla_vec": ("fmla v{i}.4s, v28.4s, v29.4s", 4, "FMLA .4s"),
+    "ldq": ("ldr q{i}, [x0, #{o}]", 16, "LDR q"),
+}
+
+
+def model_peaks(mca, cpus):
+    """Per core: instructions per cycle of 24 independent copies, by the model's resources."""
+    peaks = {}
+    for cpu, _ in cpus + [("cortex-a76", "")]:
+        peaks[cpu] = {}
+        for k, (tmpl, _, _) in PEAK_INSNS.items():
+            text = "\n".join(tmpl.format(i=i, o=16 * i) for i in range(24)) + "\n"
+            r = run_mca(mca, cpu, text)
+            peaks[cpu][k] = None if "cycles" not in r else 24 / r["rthroughput"]
+    return peaks
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiling.
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
+
+
+def qvl_march(root, rel):
+    """-march of cmake/QvlArch.cmake for a source file (by its name's suffix)."""
+    text = open(os.path.join(root, "cmake/QvlArch.cmake")).read()
+    name = os.path.basename(rel)
+    for pat, opts in re.findall(r'source MATCHES "([^"]+)"\)\s*set_source_files_properties\([^)]*'
+                                r'COMPILE_OPTIONS "([^"]+)"', text):
+        if re.search(pat.replace("\\\\", "\\"), name):
+            return opts.split()
+    return []
+
+
+def compile_to_asm(cmd, out, cache):
+    key = (tuple(cmd), out)
+    if key in cache:
+        return cache[key]
+    r = subprocess.run(cmd + ["-S", "-o", out], capture_output=True, text=True)
+    cache[key] = None if r.returncode != 0 else out
+    if r.returncode != 0:
+        sys.stderr.write("arm_mca: compile failed: %s\n%s\n" % (" ".join(cmd), r.stderr[-2000:]))
+        cache[key] = ("error", r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "failed")
+    return cache[key]
+
+
+def demangle(cxxfilt, syms):
+    out = subprocess.run([cxxfilt], input="\n".join(syms), capture_output=True, text=True).stdout
+    return dict(zip(syms, out.splitlines()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Report.
+
+def fmt(x, nd=0):
+    if x is None:
+        return "n/a"
+    if nd == 0:
+        return "%d" % round(x)
+    return ("%%.%df" % nd) % x
+
+
+def short(dem):
+    d = dem.replace("qvl::ops::", "").replace("(anonymous namespace)::", "")
+    d = re.sub(r"\(qvl::ops::kernels::Int8Tile const&\)", "", d)
+    d = re.sub(r"kernels::|attention_kernels::|elementwise_kernels::", "", d)
+    d = re.sub(r"\(Stored\)0", "Stored::kQ8", d)
+    d = re.sub(r"\(Stored\)1", "Stored::kQ4", d)
+    d = re.sub(r"^(void|double|float) ", "", d)
+    d = re.sub(r"\{lambda\(([^()]*)\)#(\d+)\}", r"{lambda#\2}", d)
+    prev = None
+    while prev != d:  # argument lists, innermost first
+        prev = d
+        d = re.sub(r"\([^()]*\)", "", d)
+    return re.sub(r"::operator$", "", d.replace(" const", ""))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--llama-src", default="")
+    ap.add_argument("--llama-label", default="")
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--cxx", default="aarch64-linux-gnu-g++")
+    ap.add_argument("--cc", default="aarch64-linux-gnu-gcc")
+    ap.add_argument("--cxxfilt", default="aarch64-linux-gnu-c++filt")
+    ap.add_argument("--mca", default="llvm-mca-19")
+    ap.add_argument("--llvm-mc", default="llvm-mc-19")
+    ap.add_argument("--command", default="scripts/arm_mca.sh")
+    ap.add_argument("--dump", default="", help="write each loop's llvm-mca input into this folder")
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    cache = {}
+    results = {}
+
+    def measure(spec, asm_path):
+        if isinstance(asm_path, tuple) or asm_path is None:
+            return dict(error="compile failed: %s" % (asm_path[1] if asm_path else ""))
+        funcs = parse_functions(asm_path)
+        decode_inst_words(funcs, a.llvm_mc)
+        dem = demangle(a.cxxfilt, list(funcs))
+        f = find_loop(funcs, dem, spec)
+        if f is None:
+            return dict(error="no loop with %s found in %s" % (spec["key"], " / ".join(spec["funcs"])))
+        text = mca_text(f.body)
+        if a.dump:
+            os.makedirs(a.dump, exist_ok=True)
+            with open(os.path.join(a.dump, spec["id"] + ".s"), "w") as fh:
+                fh.write(text)
+        res = dict(found=f, mca={})
+        for cpu, _ in CPUS + [("apple-m1", "")]:
+            res["mca"][cpu] = run_mca(a.mca, cpu, text)
+        res["work"] = work_of(spec["work"], f.counts)
+        return res
+
+    base = ["-O3", "-DNDEBUG", "-ffp-contract=off", "-std=c++20",
+            "-I" + os.path.join(a.root, "src"), "-I" + os.path.join(a.root, "include")]
+    qvl_cmds = {}
+    for spec in OURS:
+        src = os.path.join(a.root, spec["file"])
+        cmd = [a.cxx] + base + qvl_march(a.root, spec["file"]) + [src]
+        qvl_cmds[spec["file"]] = cmd
+        out = os.path.join(a.work, "qvl_" + os.path.basename(spec["file"]) + ".s")
+        results[spec["id"]] = measure(spec, compile_to_asm(cmd, out, cache))
+
+    llama_cmds = {}
+    if a.llama_src:
+        L = a.llama_src
+        inc = ["-I" + os.path.join(L, p) for p in ("ggml/include", "ggml/src", "ggml/src/ggml-cpu")]
+        for spec in PEERS:
+            march, defs = LLAMA_VARIANTS[spec["variant"]]
+            src = os.path.join(L, "ggml/src/ggml-cpu/arch/arm", spec["file"])
+            cpp = spec["file"].endswith(".cpp")
+            cmd = ([a.cxx, "-std=gnu++17"] if cpp else [a.cc, "-std=gnu11"]) + \
+                ["-O3", "-DNDEBUG", "-D_GNU_SOURCE", "-D_XOPEN_SOURCE=600"] + inc + [march] + \
+                ["-D" + d for d in defs] + [src]
+            llama_cmds[(spec["file"], spec["variant"])] = cmd
+            out = os.path.join(a.work, "llama_%s_%s.s" % (spec["variant"], spec["file"]))
+            results[spec["id"]] = measure(spec, compile_to_asm(cmd, out, cache))
+
+    peaks = model_peaks(a.mca, CPUS)
+    write_report(a, results, peaks, qvl_cmds, llama_cmds)
+
+
+def version_line(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True).stdout.splitlines()[0].strip()
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+def write_report(a, results, peaks, qvl_cmds, llama_cmds):
+    R = a.root
+    L = []
+    w = L.append
+    cpus = CPUS
+    gcc = version_line([a.cxx, "--version"])
+    mver = subprocess.run([a.mca, "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"LLVM version [\w.~+-]+", mver)
+    mca = m.group(0) if m else "?"
+    rev = subprocess.run(["git", "-C", R, "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                         text=True).stdout.strip() or "?"
+    dirty = subprocess.run(["git", "-C", R, "status", "--porcelain", "--", "src/ops", "cmake/QvlArch.cmake"],
+                           capture_output=True, text=True).stdout.strip()
+
+    def rel(cmd):
+        return " ".join(x.replace(R + "/", "").replace(a.llama_src + "/", "") if a.llama_src else
+                        x.replace(R + "/", "") for x in cmd)
+
+    def cell_pct(res, spec, cpu):
+        m = res.get("mca", {}).get(cpu, {})
+        if "na" in m:
+            return "n/a"
+        if "error" in m or "cycles" not in m:
+            return "error"
+        return m
+
+    def pct(res, spec, cpu):
+        m = res["mca"][cpu]
+        kind = spec.get("peak")
+        if not kind or "cycles" not in m or not res["work"]:
+            return None
+        per = PEAK_INSNS[kind][1] * peaks[cpu][kind]
+        return 100.0 * res["work"] / (m["cycles"] * per)
+
+    def per1k(res, cpu):
+        m = res["mca"][cpu]
+        if "cycles" not in m or not res["work"]:
+            return None
+        return m["cycles"] * 1024.0 / res["work"]
+
+    def cell(res, spec, cpu, unit="1k"):
+        if "error" in res:
+            return "error"
+        m = res["mca"][cpu]
+        if "na" in m:
+            return "n/a"
+        if "cycles" not in m:
+            return "error"
+        p = pct(res, spec, cpu)
+        if unit == "1k":
+            s = fmt(per1k(res, cpu))
+        elif unit == "elem":
+            s = fmt(m["cycles"] / res["work"], 2)
+        else:
+            s = fmt(m["cycles"], 1)
+        return s + (" (%d%%)" % round(p) if p is not None else "")
+
+    w("# llvm-mca figures of the aarch64 kernels, beside llama.cpp's")
+    w("")
+    w("Generated by `%s` (scripts/arm_mca_loops.py): do not edit by hand. Static analysis, not a "
+      "measurement: no ARM hardware was used." % a.command)
+    w("")
+    w("- qvl source: commit `%s`%s" % (rev, " with uncommitted changes in src/ops or cmake/QvlArch.cmake" if dirty else ""))
+    w("- compiler: `%s` (Debian); qvl files as the Release build compiles them: `%s" %
+      (gcc, rel(qvl_cmds[OURS[0]["file"]][:-1]).replace(" -march=armv8.2-a+dotprod", "") +
+       " -S`, plus the file's `-march` from cmake/QvlArch.cmake (`_dotprod`: `-march=armv8.2-a+dotprod`, "
+       "`_i8mm`: `-march=armv8.2-a+dotprod+i8mm`, others: the armv8-a baseline)"))
+    w("- llvm-mca: %s, `llvm-mca-19 -mtriple=aarch64 -mcpu=CORE -iterations=100`" % mca)
+    if a.llama_src:
+        w("- llama.cpp: %s; ggml's ARM files compiled with ggml's Release flags for two of its "
+          "CPU variants: dotprod = `%s` (variant armv8.2_2), i8mm = `%s` (variant android_armv8.6_1, "
+          "NEON only: the Linux armv8.6_1 variant adds SVE, whose paths are not NEON)" %
+          (a.llama_label or a.llama_src, LLAMA_VARIANTS["dotprod"][0], LLAMA_VARIANTS["i8mm"][0]))
+    else:
+        w("- llama.cpp: not measured (no source given)")
+    w("")
+    w("Each cell (but the elementwise and softmax ones, cycles per element): cycles per 1024 "
+      "multiply-adds (int8 MACs or fp32 FMAs) from llvm-mca's simulated "
+      "cycles per loop iteration (Total Cycles / 100 iterations, so dependency chains count, not "
+      "only the resource bound), and in brackets the share of the core model's peak for the "
+      "loop's multiply instruction (SDOT, USMMLA/SMMLA or FMLA; table at the end). n/a: the core "
+      "lacks the instruction's extension (N1 and the A76 have no i8mm).")
+    w("")
+    hdr = "| loop | work / iteration | " + " | ".join(n for _, n in cpus) + " |"
+    sep = "|---|---|" + "---|" * len(cpus)
+
+    peer_by_id = {p["id"]: p for p in PEERS}
+
+    def rows_for(specs, unit="1k", with_peers=True, worklabel="MACs"):
+        w(hdr)
+        w(sep)
+        for spec in specs:
+            res = results[spec["id"]]
+            wl = "error" if "error" in res else ("%s %s" % (fmt(res["work"]), worklabel))
+            w("| **qvl %s** | %s | " % (spec["name"], wl) +
+              " | ".join(cell(res, spec, c, unit) for c, _ in cpus) + " |")
+            if with_peers and a.llama_src:
+                for pid in spec.get("peers", []):
+                    ps = peer_by_id[pid]
+                    pr = results.get(pid, {"error": "not run"})
+                    wl = "error" if "error" in pr else "%s MACs" % fmt(pr["work"])
+                    w("| llama.cpp %s | %s | " % (ps["name"], wl) +
+                      " | ".join(cell(pr, ps, c, unit) for c, _ in cpus) + " |")
+        w("")
+
+    w("## int8 GEMM tiles (prefill, vision tower): 16 weight rows x 8 x rows per block of 32 columns")
+    w("")
+    w("Our tiles without their optional prefetch (on only for batches of at most 256 rows); one "
+      "iteration is one block of 32 columns. Each llama.cpp loop has its own block (its work "
+      "column), so compare the cells, which are per 1024 MACs. Peers: the repacked Q8_0/Q4_0 "
+      "GEMMs (interleaved 4 columns; dotprod, or i8mm for the 4x8 ones), the i8mm Q4_K 8x8 GEMM, "
+      "and the i8mm path of the plain vec_dot (two rows by two columns per SMMLA).")
+    w("")
+    rows_for([s for s in OURS if s["group"] == "gemm"])
+
+    w("## Decode GEMV (m = 1): SDOT on streamed strips, with prefetch")
+    w("")
+    rows_for([s for s in OURS if s["group"] == "gemv"])
+    w("### Decode loads per 16 bytes of weights")
+    w("")
+    w("The issue's target: at most one load per 16 bytes of weights. Weight bytes per iteration = "
+      "MACs x bytes per weight (m = 1: each weight meets one x value; q8 1 byte, q4 half a byte; "
+      "scales not counted). Loads: every load instruction of the loop (weights, x, scales, the "
+      "fp32 outputs c), split by size; `per 16 B` = loads / (weight bytes / 16).")
+    w("")
+    w("| loop | weight bytes / it | loads / it (16 B, 8 B, <= 4 B) | bytes loaded / it | loads per 16 B of weights | 16-byte loads per 16 B |")
+    w("|---|---|---|---|---|---|")
+    for spec in [s for s in OURS if s["group"] == "gemv"]:
+        ids = [(spec["id"], spec, "**qvl %s**" % spec["name"])]
+        if a.llama_src:
+            ids += [(pid, peer_by_id[pid], "llama.cpp " + peer_by_id[pid]["name"]) for pid in spec["peers"]]
+        for rid, sp, label in ids:
+            res = results.get(rid, {})
+            if "error" in res or not res:
+                w("| %s | error | | | | |" % label)
+                continue
+            c = res["found"].counts
+            wb = res["work"] * sp["weight_bytes"]
+            w("| %s | %s | %d (%d, %d, %d) | %d | %.2f | %.2f |" % (
+                label, fmt(wb), c["loads"], c["loads16"], c["loads8"], c["loads_small"],
+                c["load_bytes"], c["loads"] / (wb / 16), c["loads16"] / (wb / 16)))
+    w("")
+
+    w("## Attention")
+    w("")
+    w("Flash task (`task_neon`, prefill and vision): 4 rows in the lanes, FMLA by element; work = "
+      "FMAs (16 FMLA .4s = 64 per step). The softmax exp loop's cell is cycles per score "
+      "(16 scores per iteration), no peak.")
+    w("")
+    w(hdr)
+    w(sep)
+    for spec in [s for s in OURS if s["group"] == "attn"]:
+        res = results[spec["id"]]
+        elem = not spec["work"].startswith("fm")
+        wl = "error" if "error" in res else "%s %s" % (fmt(res["work"]), "scores" if elem else "FMAs")
+        w("| qvl %s | %s | " % (spec["name"], wl) +
+          " | ".join(cell(res, spec, c, "elem" if elem else "1k") for c, _ in cpus) + " |")
+    w("")
+    w("Decode spans (2 rows of one kv head, head_dim 128): cycles per 1024 FMAs (peak share), "
+      "and cycles per key = cycles per FMA x 2 rows x 128 columns.")
+    w("")
+    w("| loop | work / iteration | " + " | ".join(n for _, n in cpus) + " | cycles per key (" +
+      ", ".join(n for _, n in cpus) + ") |")
+    w("|---|---|" + "---|" * (len(cpus) + 1))
+    for spec in [s for s in OURS if s["group"] == "decode"]:
+        res = results[spec["id"]]
+        if "error" in res:
+            w("| qvl %s | error: %s |" % (spec["name"], res["error"]))
+            continue
+        keys = []
+        for c, _ in cpus:
+            m = res["mca"][c]
+            keys.append(fmt(m["cycles"] / res["work"] * spec["rows"] * 128, 1) if "cycles" in m else "n/a")
+        w("| qvl %s | %s FMAs | " % (spec["name"], fmt(res["work"])) +
+          " | ".join(cell(res, spec, c) for c, _ in cpus) + " | " + " / ".join(keys) + " |")
+    w("")
+
+    w("## Elementwise rows: cycles per element")
+    w("")
+    w(hdr)
+    w(sep)
+    for spec in [s for s in OURS if s["group"] == "elem"]:
+        res = results[spec["id"]]
+        wl = "error" if "error" in res else "%s elements" % fmt(res["work"])
+        w("| qvl %s | %s | " % (spec["name"], wl) +
+          " | ".join(cell(res, spec, c, "elem") for c, _ in cpus) + " |")
+    w("")
+
+    # Summary: below 80 % and slower than peers.
+    w("## Summary")
+    w("")
+    low, slower = [], []
+    for spec in OURS:
+        res = results[spec["id"]]
+        if "error" in res or not spec.get("peak"):
+            continue
+        below = [n for c, n in cpus if pct(res, spec, c) is not None and pct(res, spec, c) < 80]
+        if below:
+            low.append("%s (%s)" % (spec["name"], ", ".join(
+                "%s %d%%" % (n, round(pct(res, spec, c))) for c, n in cpus
+                if pct(res, spec, c) is not None and pct(res, spec, c) < 80)))
+        if a.llama_src:
+            for c, n in cpus:
+                ours = per1k(res, c) if "cycles" in res["mca"][c] else None
+                best = None
+                for pid in spec.get("peers", []):
+                    pr = results.get(pid, {})
+                    if "error" in pr or not pr or "cycles" not in pr["mca"][c]:
+                        continue
+                    v = per1k(pr, c)
+                    if best is None or v < best[0]:
+                        best = (v, peer_by_id[pid]["name"])
+                if ours is not None and best is not None and best[0] < ours:
+                    slower.append("%s on %s: %s vs %s cycles per 1024 MACs (%s)" % (
+                        spec["name"], n, fmt(ours), fmt(best[0]), best[1]))
+    w("Below 80% of the model's peak: " + ("; ".join(low) if low else "none") + ".")
+    w("")
+    if a.llama_src:
+        w("Slower than llama.cpp's best peer (cycles per 1024 MACs, lower is better):")
+        w("")
+        for s in slower or ["none"]:
+            w("- " + s)
+        w("")
+
+    # Peaks.
+    w("## Core models and peaks")
+    w("")
+    w("Peak = the model's own throughput for 24 independent copies of the instruction (Block "
+      "RThroughput), in instructions per cycle; x 16 (SDOT), x 32 (USMMLA: a 2x8 by 8x2 int8 "
+      "product into 2x2 int32) or x 4 (FMLA .4s) multiply-adds per instruction.")
+    w("")
+    w("| core (`-mcpu`) | stands for | SDOT / cycle | USMMLA / cycle | FMLA .4s by element / cycle | FMLA .4s / cycle | LDR q / cycle |")
+    w("|---|---|---|---|---|---|---|")
+    stands = {
+        "neoverse-n1": "Neoverse-N1 (Graviton2, Ampere Altra) and the Cortex-A76 (Raspberry Pi 5): "
+                       "same microarchitecture; LLVM's own `cortex-a76` model is weaker (last row: half the FMLA and q-load rate)",
+        "neoverse-n2": "Neoverse-N2 (2 x 128-bit SIMD)",
+        "neoverse-v1": "Neoverse-V1 (Graviton3; 4 x 128-bit SIMD)",
+        "neoverse-v2": "Neoverse-V2 (Graviton4, Grace; 4 x 128-bit SIMD)",
+        "apple-m2": "Apple M2 (LLVM 19's Apple model; M1 has no i8mm, so `apple-m1` cannot run the USMMLA loops)",
+    }
+    for cpu, n in cpus:
+        pk = peaks[cpu]
+        w("| %s (`%s`) | %s | %s | %s | %s | %s | %s |" % (
+            n, cpu, stands.get(cpu, ""), fmt(pk["sdot"], 2), fmt(pk["usmmla"], 2),
+            fmt(pk["fmla"], 2), fmt(pk["fmla_vec"], 2), fmt(pk["ldq"], 2)))
+    a76 = peaks["cortex-a76"]
+    w("| (`cortex-a76`, not used) | LLVM's model of the A76 | %s | %s | %s | %s | %s |" % (
+        fmt(a76["sdot"], 2), fmt(a76["usmmla"], 2), fmt(a76["fmla"], 2), fmt(a76["fmla_vec"], 2),
+        fmt(a76["ldq"], 2)))
+    w("")
+    same = all(results[s["id"]]["mca"]["apple-m1"].get("cycles") == results[s["id"]]["mca"]["apple-m2"].get("cycles")
+               for s in OURS if "error" not in results[s["id"]] and "cycles" in results[s["id"]]["mca"]["apple-m1"])
+    w("`apple-m1` gives %s cycles as `apple-m2` for every loop it can run (checked by the script)." %
+      ("the same" if same else "DIFFERENT"))
+    w("Hardware for comparison: Arm's software optimization guides give the N1/A76 and the N2 "
+      "two 128-bit SIMD pipes and the V1 and V2 four, each able to issue SDOT and FMLA, which the "
+      "models follow. For USMMLA the peaks are the models' (LLVM gives it SDOT's throughput on "
+      "these cores); they were not checked against the guides here. Apple publishes no figures "
+      "(public measurements credit M1/M2 with four 128-bit FMA pipes); LLVM's Apple model, which "
+      "the Apple column uses, has 3 for SDOT and FMLA by element and 2 for vector FMLA, so the "
+      "Apple percentages are relative to that model, not to the chip.")
+    w("")
+
+    # Details.
+    w("## Loops found")
+    w("")
+    w("Where each loop was found (function, basic blocks of the natural loop), what it holds, and "
+      "llvm-mca's resource bound (Block RThroughput) beside the simulated cycles per iteration.")
+    w("")
+    w("| loop | function | blocks | insns | SDOT | MMLA | FMLA (lanes) | loads (bytes) | stores (bytes) | notes | cycles / RThroughput (" +
+      ", ".join(n for _, n in cpus) + ") |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|")
+    allspecs = [(s, "qvl " + s["name"]) for s in OURS] + \
+        ([(p, "llama.cpp " + p["name"]) for p in PEERS] if a.llama_src else [])
+    for spec, label in allspecs:
+        res = results.get(spec["id"], {"error": "not run"})
+        if "error" in res:
+            w("| %s | error: %s |||||||||| " % (label, res["error"]))
+            continue
+        f = res["found"]
+        c = f.counts
+        notes = []
+        if f.variants > 1:
+            notes.append("%d equal loops, first taken" % f.variants if spec["pick"] != "max-last"
+                         else "%d equal loops, last taken" % f.variants)
+        if f.nested:
+            notes.append("holds %d inner loop(s), counted once" % len(f.nested))
+        if f.dropped:
+            notes.append("prefetch block left out")
+        if f.has_prefetch:
+            notes.append("with prefetch")
+        if f.cond_branches > 1:
+            notes.append("%d conditional branches" % f.cond_branches)
+        cyc = []
+        for cpu, _ in cpus:
+            m = res["mca"][cpu]
+            cyc.append("n/a" if "na" in m else "error" if "cycles" not in m else
+                       "%s/%s" % (fmt(m["cycles"], 1), fmt(m["rthroughput"], 1)))
+        w("| %s | `%s` | %d | %d | %d | %d | %d | %d (%d) | %d (%d) | %s | %s |" % (
+            label, short(f.dem), len(f.blocks), c["insns"], c["n_dot"], c["n_mmla"],
+            c["fmla_elem"] + c["fma_vec"], c["loads"], c["load_bytes"], c["stores"],
+            c["store_bytes"], "; ".join(notes), ", ".join(cyc)))
+    w("")
+    w("## Assumptions")
+    w("")
+    w("- A loop's body is its natural loop's basic blocks in address order, each instruction "
+      "once per iteration; branches inside count as instructions, not as control flow. The "
+      "prefetch block of our tiles is left out of the GEMM rows (prefill past 256 rows does not "
+      "prefetch) and kept in the decode rows.")
+    w("- Work is counted from the instructions (SDOT 16 MACs, SMMLA/USMMLA 32, FMLA .4s 4 FMAs; "
+      "elements from the bytes stored or loaded), so unrolling or splitting by the compiler "
+      "changes the iteration, not the per-MAC figures.")
+    w("- llvm-mca assumes every load hits L1 and every branch is predicted; memory bandwidth "
+      "(the decode ceiling) is not in these figures (docs/arm-kernels.md).")
+    w("- llama.cpp's loops are its NEON paths (SVE ones not measured); its Q4_0/Q8_0 blocks "
+      "(32 weights + fp16 scale) match our q4/q8 strips' data per weight.")
+    w("")
+    text = "\n".join(L)
+    if a.llama_src:
+        text = text.replace(a.llama_src, "LLAMA_SRC")
+    with open(a.out, "w") as fh:
+        fh.write(text)
+
+
+if __name__ == "__main__":
+    main()
