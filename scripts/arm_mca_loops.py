@@ -534,10 +534,6 @@ def model_peaks(mca, cpus):
 # ---------------------------------------------------------------------------------------------
 # Compiling.
 
-def sh(cmd, **kw):
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw).stdout
-
-
 def qvl_march(root, rel):
     """-march of cmake/QvlArch.cmake for a source file (by its name's suffix)."""
     text = open(os.path.join(root, "cmake/QvlArch.cmake")).read()
@@ -547,6 +543,33 @@ def qvl_march(root, rel):
         if re.search(pat.replace("\\\\", "\\"), name):
             return opts.split()
     return []
+
+
+def check_build_flags(root, rel, cmd):
+    """Warns (stderr) when an aarch64 build's compile_commands.json compiles rel otherwise."""
+    import json
+    path = os.path.join(root, "build-aarch64", "compile_commands.json")
+    if not os.path.exists(path):
+        return
+    for e in json.load(open(path)):
+        if os.path.realpath(e["file"]) != os.path.realpath(os.path.join(root, rel)):
+            continue
+        words = e.get("command", "").split() or e.get("arguments", [])
+        keep = set()
+        skip = False
+        for x in words[1:]:
+            if skip:
+                skip = False
+                continue
+            if x in ("-o", "-c"):
+                skip = True
+                continue
+            if x.startswith("-") and not x.startswith(("-W", "-D", "-I")) or x.startswith(("-DNDEBUG", "-I")):
+                keep.add(x if not x.startswith("-I") else "-I" + os.path.realpath(x[2:]))
+        ours = {x if not x.startswith("-I") else "-I" + os.path.realpath(x[2:]) for x in cmd[1:-1]}
+        if keep != ours:
+            sys.stderr.write("arm_mca: note: build-aarch64 compiles %s with %s, this script with %s\n"
+                             % (rel, " ".join(sorted(keep - ours)) or "-", " ".join(sorted(ours - keep)) or "-"))
 
 
 def compile_to_asm(cmd, out, cache):
@@ -637,6 +660,8 @@ def main():
     for spec in OURS:
         src = os.path.join(a.root, spec["file"])
         cmd = [a.cxx] + base + qvl_march(a.root, spec["file"]) + [src]
+        if spec["file"] not in qvl_cmds:
+            check_build_flags(a.root, spec["file"], cmd)
         qvl_cmds[spec["file"]] = cmd
         out = os.path.join(a.work, "qvl_" + os.path.basename(spec["file"]) + ".s")
         results[spec["id"]] = measure(spec, compile_to_asm(cmd, out, cache))
@@ -684,14 +709,6 @@ def write_report(a, results, peaks, qvl_cmds, llama_cmds):
     def rel(cmd):
         return " ".join(x.replace(R + "/", "").replace(a.llama_src + "/", "") if a.llama_src else
                         x.replace(R + "/", "") for x in cmd)
-
-    def cell_pct(res, spec, cpu):
-        m = res.get("mca", {}).get(cpu, {})
-        if "na" in m:
-            return "n/a"
-        if "error" in m or "cycles" not in m:
-            return "error"
-        return m
 
     def pct(res, spec, cpu):
         m = res["mca"][cpu]
@@ -790,7 +807,8 @@ def write_report(a, results, peaks, qvl_cmds, llama_cmds):
     w("The issue's target: at most one load per 16 bytes of weights. Weight bytes per iteration = "
       "MACs x bytes per weight (m = 1: each weight meets one x value; q8 1 byte, q4 half a byte; "
       "scales not counted). Loads: every load instruction of the loop (weights, x, scales, the "
-      "fp32 outputs c), split by size; `per 16 B` = loads / (weight bytes / 16).")
+      "fp32 outputs c), split by size (an LDP or a multi-register LD1 is one load of all its "
+      "bytes); `per 16 B` = loads / (weight bytes / 16).")
     w("")
     w("| loop | weight bytes / it | loads / it (16 B, 8 B, <= 4 B) | bytes loaded / it | loads per 16 B of weights | 16-byte loads per 16 B |")
     w("|---|---|---|---|---|---|")
@@ -977,6 +995,8 @@ def write_report(a, results, peaks, qvl_cmds, llama_cmds):
       "once per iteration; branches inside count as instructions, not as control flow. The "
       "prefetch block of our tiles is left out of the GEMM rows (prefill past 256 rows does not "
       "prefetch) and kept in the decode rows.")
+    w("- The loop taken is the innermost one holding the most (decode: the fewest, i.e. one x "
+      "row) of the counted multiplies; work of an enclosing loop outside it is not counted.")
     w("- Work is counted from the instructions (SDOT 16 MACs, SMMLA/USMMLA 32, FMLA .4s 4 FMAs; "
       "elements from the bytes stored or loaded), so unrolling or splitting by the compiler "
       "changes the iteration, not the per-MAC figures.")
