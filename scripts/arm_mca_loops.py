@@ -66,26 +66,26 @@ OURS = [
     # Attention: the flash task's products (FMLA by element; QK^T comes first in the code, PV last).
     dict(id="flash-qk", group="attn", name="flash task QK^T", file="src/ops/arm/attention_neon.cpp",
          funcs=[r"qk_tile\(", r"task_neon\("], key="fmla_elem", pick="max-first", prefetch=True,
-         work="fmla_elem", peak="fmla"),
+         work="fmla_elem", peak="fmla", peers=["vec-dot-f16", "vec-dot-f32"]),
     dict(id="flash-pv", group="attn", name="flash task PV", file="src/ops/arm/attention_neon.cpp",
          funcs=[r"pv_panel\(", r"task_neon\("], key="fmla_elem", pick="max-last", prefetch=True,
-         work="fmla_elem", peak="fmla"),
+         work="fmla_elem", peak="fmla", peers=["vec-mad-f16", "vec-mad-f32"]),
     dict(id="flash-exp", group="attn", name="flash task softmax exp (16 scores)", file="src/ops/arm/attention_neon.cpp",
          funcs=[r"softmax_block\(", r"task_neon\("], key="op:fmaxnm", pick="max", prefetch=True,
          work="store4", peak=None),
     # Decode spans, 2 rows (one kv head's query pair): scores (vector FMLA) and values (by element).
     dict(id="dec-k-f32", group="decode", name="decode K fp32", file="src/ops/arm/attention_decode_neon.cpp",
          funcs=[r"score_keys<2, float>", r"span_kernel<float>\("], key="fma_vec", pick="max", prefetch=True,
-         work="fma_vec", peak="fmla_vec", rows=2),
+         work="fma_vec", peak="fmla_vec", rows=2, peers=["vec-dot-f32"]),
     dict(id="dec-v-f32", group="decode", name="decode V fp32", file="src/ops/arm/attention_decode_neon.cpp",
          funcs=[r"add_values<2, 8, float>", r"span_kernel<float>\("], key="fmla_elem", pick="max", prefetch=True,
-         work="fmla_elem", peak="fmla", rows=2),
+         work="fmla_elem", peak="fmla", rows=2, peers=["vec-mad-f32"]),
     dict(id="dec-k-f16", group="decode", name="decode K half", file="src/ops/arm/attention_decode_neon.cpp",
          funcs=[r"score_keys<2, unsigned short>", r"span_kernel<unsigned short>\("], key="fma_vec", pick="max",
-         prefetch=True, work="fma_vec", peak="fmla_vec", rows=2),
+         prefetch=True, work="fma_vec", peak="fmla_vec", rows=2, peers=["vec-dot-f16"]),
     dict(id="dec-v-f16", group="decode", name="decode V half", file="src/ops/arm/attention_decode_neon.cpp",
          funcs=[r"add_values<2, 8, unsigned short>", r"span_kernel<unsigned short>\("], key="fmla_elem",
-         pick="max", prefetch=True, work="fmla_elem", peak="fmla", rows=2),
+         pick="max", prefetch=True, work="fmla_elem", peak="fmla", rows=2, peers=["vec-mad-f16"]),
     dict(id="dec-k-q8", group="decode", name="decode K 8-bit", file="src/ops/arm/attention_decode_neon.cpp",
          funcs=[r"score_keys<2, signed char>", r"span_kernel<signed char>\("], key="fma_vec", pick="max",
          prefetch=True, work="fma_vec", peak="fmla_vec", rows=2),
@@ -94,16 +94,19 @@ OURS = [
          prefetch=True, work="fmla_elem", peak="fmla", rows=2),
     # Elementwise rows (work: elements, from the bytes the loop stores or loads).
     dict(id="silu", group="elem", name="silu·mul", file="src/ops/arm/elementwise_neon.cpp",
-         funcs=[r"silu_mul_neon"], key="op:fdiv", pick="max", prefetch=True, work="store4", peak=None),
+         funcs=[r"silu_mul_neon"], key="op:fdiv", pick="max", prefetch=True, work="store4", peak=None,
+         peers=["swiglu"]),
     dict(id="gelu", group="elem", name="gelu-tanh", file="src/ops/arm/elementwise_neon.cpp",
-         funcs=[r"gelu_tanh_neon"], key="op:fdiv", pick="max", prefetch=True, work="store4", peak=None),
+         funcs=[r"gelu_tanh_neon"], key="op:fdiv", pick="max", prefetch=True, work="store4", peak=None,
+         peers=["gelu-table"]),
     dict(id="rms-sq", group="elem", name="rms-norm squares (fp64 sum)", file="src/ops/arm/elementwise_neon.cpp",
          funcs=[r"sum_f64<true>", r"rms_norm_row_neon"], key="fma_vec", pick="max", prefetch=True,
          work="load4", peak=None),
     dict(id="rms-scale", group="elem", name="rms-norm scale", file="src/ops/arm/elementwise_neon.cpp",
          funcs=[r"rms_norm_row_neon"], key="store_bytes", pick="max", prefetch=True, work="store4", peak=None),
     dict(id="exp-sum", group="elem", name="exp_sum (exp and fp64 sum)", file="src/ops/arm/elementwise_neon.cpp",
-         funcs=[r"exp_sum_neon"], key="fma_vec", pick="max", prefetch=True, work="load4", peak=None),
+         funcs=[r"exp_sum_neon"], key="fma_vec", pick="max", prefetch=True, work="load4", peak=None,
+         peers=["soft-max"]),
     dict(id="f32-f16", group="elem", name="f32->f16", file="src/ops/arm/half_convert_neon.cpp",
          funcs=[r"f32_to_f16_neon"], key="op:fcvtn", pick="max", prefetch=True, work="load4", peak=None),
 ]
@@ -137,9 +140,34 @@ PEERS = [
     dict(id="vec-dot-q4_0", name="ggml_vec_dot_q4_0_q8_0", file="quants.c", variant="dotprod",
          funcs=[r"^ggml_vec_dot_q4_0_q8_0$"], key="int8", pick="max", peak="sdot", weight_bytes=0.5),
 ]
+# Attention and elementwise peers: ggml's vector routines that llama.cpp's CPU flash attention
+# (one query row at a time: vec_dot of the K type, vec_mad into the f16 or f32 accumulator) and
+# its unary ops run. Inline ones of vec.h are reached through WRAPPER, compiled beside vec.cpp.
+PEERS += [
+    dict(id="vec-dot-f32", name="ggml_vec_dot_f32", file="vec.cpp", variant="dotprod",
+         funcs=[r"^ggml_vec_dot_f32$"], key="fma_vec", pick="max", work="fma_vec", peak="fmla_vec"),
+    dict(id="vec-dot-f16", name="ggml_vec_dot_f16 (fp16 FMLA .8h)", file="vec.cpp", variant="dotprod",
+         funcs=[r"^ggml_vec_dot_f16$"], key="fma_vec", pick="max", work="fma_vec", peak="fmla_h"),
+    dict(id="vec-mad-f32", name="ggml_vec_mad_f32", file="WRAPPER", variant="dotprod",
+         funcs=[r"^qvl_peer_vec_mad_f32$"], key="fma_vec", pick="max", work="fma_vec", peak="fmla_vec"),
+    dict(id="vec-mad-f16", name="ggml_vec_mad_f16 (fp16 FMLA .8h)", file="WRAPPER", variant="dotprod",
+         funcs=[r"^qvl_peer_vec_mad_f16$"], key="fma_vec", pick="max", work="fma_vec", peak="fmla_h"),
+    dict(id="swiglu", name="ggml_vec_swiglu_f32", file="vec.cpp", variant="dotprod",
+         funcs=[r"^ggml_vec_swiglu_f32$"], key="op:fdiv", pick="max", work="store4", peak=None),
+    dict(id="gelu-table", name="ggml_vec_gelu_f32 (fp16 table)", file="WRAPPER", variant="dotprod",
+         funcs=[r"^qvl_peer_vec_gelu_f32$"], key="load_bytes", pick="max", work="store4", peak=None),
+    dict(id="soft-max", name="ggml_vec_soft_max_f32 (exp, store, sum)", file="vec.cpp", variant="dotprod",
+         funcs=[r"^ggml_vec_soft_max_f32$"], key="fma_vec", pick="max", work="load4", peak=None),
+]
+WRAPPER = """// Generated by scripts/arm_mca_loops.py: out-of-line copies of vec.h's inline routines.
+#include "vec.h"
+extern "C" void qvl_peer_vec_mad_f32(int n, float * y, const float * x, float v) { ggml_vec_mad_f32(n, y, x, v); }
+extern "C" void qvl_peer_vec_mad_f16(int n, ggml_fp16_t * y, const ggml_fp16_t * x, float v) { ggml_vec_mad_f16(n, y, x, v); }
+extern "C" void qvl_peer_vec_gelu_f32(int n, float * y, const float * x) { ggml_vec_gelu_f32(n, y, x); }
+"""
 for p in PEERS:
     p.setdefault("prefetch", True)
-    p["work"] = "int8"
+    p.setdefault("work", "int8")
 
 # ggml's CMake, GGML_CPU_ALL_VARIANTS on ARM: armv8.2_2 (DOTPROD FP16_VECTOR_ARITHMETIC) and the
 # NEON-only i8mm variant (android_armv8.6_1: DOTPROD FP16_VECTOR_ARITHMETIC MATMUL_INT8; the Linux
@@ -347,7 +375,7 @@ class Cfg:
 
 REG_BYTES = {"q": 16, "d": 8, "x": 8, "s": 4, "w": 4, "h": 2, "b": 1}
 ARR_BYTES = {"16b": 16, "8h": 16, "4s": 16, "2d": 16, "8b": 8, "4h": 8, "2s": 8, "1d": 8}
-ARR_LANES = {"4s": 4, "2d": 2, "2s": 2, "8h": 8, "4h": 4}
+ARR_LANES = {"4s": 4, "2d": 2, "2s": 2, "8h": 8, "4h": 4}  # (4h/8h: fp16 arithmetic)
 ELEM_BYTES = {"b": 1, "h": 2, "s": 4, "d": 8}
 
 
@@ -515,6 +543,7 @@ PEAK_INSNS = {
     "usmmla": ("usmmla v{i}.4s, v28.16b, v29.16b", 32, "USMMLA"),
     "fmla": ("fmla v{i}.4s, v28.4s, v29.s[1]", 4, "FMLA .4s (by element)"),
     "fmla_vec": ("fmla v{i}.4s, v28.4s, v29.4s", 4, "FMLA .4s"),
+    "fmla_h": ("fmla v{i}.8h, v28.8h, v29.8h", 8, "FMLA .8h"),
     "ldq": ("ldr q{i}, [x0, #{o}]", 16, "LDR q"),
 }
 
@@ -672,8 +701,15 @@ def main():
         inc = ["-I" + os.path.join(L, p) for p in ("ggml/include", "ggml/src", "ggml/src/ggml-cpu")]
         for spec in PEERS:
             march, defs = LLAMA_VARIANTS[spec["variant"]]
-            src = os.path.join(L, "ggml/src/ggml-cpu/arch/arm", spec["file"])
-            cpp = spec["file"].endswith(".cpp")
+            if spec["file"] == "WRAPPER":
+                src = os.path.join(a.work, "qvl_peer_wrapper.cpp")
+                with open(src, "w") as fh:
+                    fh.write(WRAPPER)
+            elif spec["file"] == "vec.cpp":
+                src = os.path.join(L, "ggml/src/ggml-cpu/vec.cpp")
+            else:
+                src = os.path.join(L, "ggml/src/ggml-cpu/arch/arm", spec["file"])
+            cpp = src.endswith(".cpp")
             cmd = ([a.cxx, "-std=gnu++17"] if cpp else [a.cc, "-std=gnu11"]) + \
                 ["-O3", "-DNDEBUG", "-D_GNU_SOURCE", "-D_XOPEN_SOURCE=600"] + inc + [march] + \
                 ["-D" + d for d in defs] + [src]
@@ -828,49 +864,76 @@ def write_report(a, results, peaks, qvl_cmds, llama_cmds):
                 c["load_bytes"], c["loads"] / (wb / 16), c["loads16"] / (wb / 16)))
     w("")
 
+    def unit_of(spec):
+        if spec["work"] == "int8":
+            return "MACs", "1k"
+        if spec["work"].startswith("fm"):
+            return "FMAs", "1k"
+        return "elements", "elem"
+
+    def ours_and_peers(spec):
+        out = [(spec, results[spec["id"]], "**qvl %s**" % spec["name"])]
+        if a.llama_src:
+            for pid in spec.get("peers", []):
+                out.append((peer_by_id[pid], results.get(pid, {"error": "not run"}),
+                            "llama.cpp " + peer_by_id[pid]["name"]))
+        return out
+
+    def simple_rows(specs, extra=None):
+        for spec in specs:
+            for sp, res, label in ours_and_peers(spec):
+                if "error" in res:
+                    w("| %s | error: %s |%s" % (label, res["error"], " |" * len(cpus)))
+                    continue
+                wl, unit = unit_of(sp)
+                line = "| %s | %s %s | " % (label, fmt(res["work"]), wl) + \
+                    " | ".join(cell(res, sp, c, unit) for c, _ in cpus) + " |"
+                if extra:
+                    line += " " + extra(spec, sp, res) + " |"
+                w(line)
+
     w("## Attention")
     w("")
     w("Flash task (`task_neon`, prefill and vision): 4 rows in the lanes, FMLA by element; work = "
-      "FMAs (16 FMLA .4s = 64 per step). The softmax exp loop's cell is cycles per score "
-      "(16 scores per iteration), no peak.")
+      "FMAs (16 FMLA .4s = 64 per step). The softmax exp loop's cells are cycles per score "
+      "(16 scores per iteration), no peak. llama.cpp's CPU flash attention takes one query row "
+      "at a time: QK^T by the K type's vec_dot (F16 K by default: fp16 FMLA .8h when the CPU "
+      "has fp16 arithmetic, as the A76 and N1 do: products and sums rounded to half precision, "
+      "where ours convert to fp32), PV by vec_mad into an f16 or f32 row; their fp16 cells' "
+      "share is of the model's FMLA .8h peak (8 FMAs each).")
     w("")
     w(hdr)
     w(sep)
-    for spec in [s for s in OURS if s["group"] == "attn"]:
-        res = results[spec["id"]]
-        elem = not spec["work"].startswith("fm")
-        wl = "error" if "error" in res else "%s %s" % (fmt(res["work"]), "scores" if elem else "FMAs")
-        w("| qvl %s | %s | " % (spec["name"], wl) +
-          " | ".join(cell(res, spec, c, "elem" if elem else "1k") for c, _ in cpus) + " |")
+    simple_rows([s for s in OURS if s["group"] == "attn"])
     w("")
     w("Decode spans (2 rows of one kv head, head_dim 128): cycles per 1024 FMAs (peak share), "
-      "and cycles per key = cycles per FMA x 2 rows x 128 columns.")
+      "and cycles per key = cycles per FMA x 2 rows x 128 columns (the same for the llama.cpp "
+      "rows, which take the rows one at a time). No llama.cpp peer for the 8-bit spans (its "
+      "quantized K goes through the int8 vec_dot above, its V is converted to f32 first).")
     w("")
     w("| loop | work / iteration | " + " | ".join(n for _, n in cpus) + " | cycles per key (" +
       ", ".join(n for _, n in cpus) + ") |")
     w("|---|---|" + "---|" * (len(cpus) + 1))
-    for spec in [s for s in OURS if s["group"] == "decode"]:
-        res = results[spec["id"]]
-        if "error" in res:
-            w("| qvl %s | error: %s |" % (spec["name"], res["error"]))
-            continue
+
+    def per_key(spec, sp, res):
         keys = []
         for c, _ in cpus:
             m = res["mca"][c]
             keys.append(fmt(m["cycles"] / res["work"] * spec["rows"] * 128, 1) if "cycles" in m else "n/a")
-        w("| qvl %s | %s FMAs | " % (spec["name"], fmt(res["work"])) +
-          " | ".join(cell(res, spec, c) for c, _ in cpus) + " | " + " / ".join(keys) + " |")
+        return " / ".join(keys)
+
+    simple_rows([s for s in OURS if s["group"] == "decode"], per_key)
     w("")
 
     w("## Elementwise rows: cycles per element")
     w("")
+    w("llama.cpp peers: its swiglu (silu(gate) * up, NEON exp), its gelu (an fp16 lookup table, "
+      "GGML_GELU_FP16: not the same arithmetic) and its softmax row (exp, store, sum). Its "
+      "rms-norm (a scalar double loop in ops.cpp) and f32->f16 (ggml-cpu.c) are not compiled.")
+    w("")
     w(hdr)
     w(sep)
-    for spec in [s for s in OURS if s["group"] == "elem"]:
-        res = results[spec["id"]]
-        wl = "error" if "error" in res else "%s elements" % fmt(res["work"])
-        w("| qvl %s | %s | " % (spec["name"], wl) +
-          " | ".join(cell(res, spec, c, "elem") for c, _ in cpus) + " |")
+    simple_rows([s for s in OURS if s["group"] == "elem"])
     w("")
 
     # Summary: below 80 % and slower than peers.
@@ -879,7 +942,7 @@ def write_report(a, results, peaks, qvl_cmds, llama_cmds):
     low, slower = [], []
     for spec in OURS:
         res = results[spec["id"]]
-        if "error" in res or not spec.get("peak"):
+        if "error" in res:
             continue
         below = [n for c, n in cpus if pct(res, spec, c) is not None and pct(res, spec, c) < 80]
         if below:
@@ -898,12 +961,13 @@ def write_report(a, results, peaks, qvl_cmds, llama_cmds):
                     if best is None or v < best[0]:
                         best = (v, peer_by_id[pid]["name"])
                 if ours is not None and best is not None and best[0] < ours:
-                    slower.append("%s on %s: %s vs %s cycles per 1024 MACs (%s)" % (
-                        spec["name"], n, fmt(ours), fmt(best[0]), best[1]))
+                    slower.append("%s on %s: %s vs %s cycles per 1024 %s, +%d%% (%s)" % (
+                        spec["name"], n, fmt(ours), fmt(best[0]), unit_of(spec)[0],
+                        round(100 * (ours / best[0] - 1)), best[1]))
     w("Below 80% of the model's peak: " + ("; ".join(low) if low else "none") + ".")
     w("")
     if a.llama_src:
-        w("Slower than llama.cpp's best peer (cycles per 1024 MACs, lower is better):")
+        w("Slower than llama.cpp's best peer (cycles per 1024 MACs, FMAs or elements, lower is better):")
         w("")
         for s in slower or ["none"]:
             w("- " + s)
@@ -916,8 +980,8 @@ def write_report(a, results, peaks, qvl_cmds, llama_cmds):
       "RThroughput), in instructions per cycle; x 16 (SDOT), x 32 (USMMLA: a 2x8 by 8x2 int8 "
       "product into 2x2 int32) or x 4 (FMLA .4s) multiply-adds per instruction.")
     w("")
-    w("| core (`-mcpu`) | stands for | SDOT / cycle | USMMLA / cycle | FMLA .4s by element / cycle | FMLA .4s / cycle | LDR q / cycle |")
-    w("|---|---|---|---|---|---|---|")
+    w("| core (`-mcpu`) | stands for | SDOT / cycle | USMMLA / cycle | FMLA .4s by element / cycle | FMLA .4s / cycle | FMLA .8h (fp16) / cycle | LDR q / cycle |")
+    w("|---|---|---|---|---|---|---|---|")
     stands = {
         "neoverse-n1": "Neoverse-N1 (Graviton2, Ampere Altra) and the Cortex-A76 (Raspberry Pi 5): "
                        "same microarchitecture; LLVM's own `cortex-a76` model is weaker (last row: half the FMLA and q-load rate)",
@@ -928,13 +992,13 @@ def write_report(a, results, peaks, qvl_cmds, llama_cmds):
     }
     for cpu, n in cpus:
         pk = peaks[cpu]
-        w("| %s (`%s`) | %s | %s | %s | %s | %s | %s |" % (
+        w("| %s (`%s`) | %s | %s | %s | %s | %s | %s | %s |" % (
             n, cpu, stands.get(cpu, ""), fmt(pk["sdot"], 2), fmt(pk["usmmla"], 2),
-            fmt(pk["fmla"], 2), fmt(pk["fmla_vec"], 2), fmt(pk["ldq"], 2)))
+            fmt(pk["fmla"], 2), fmt(pk["fmla_vec"], 2), fmt(pk["fmla_h"], 2), fmt(pk["ldq"], 2)))
     a76 = peaks["cortex-a76"]
-    w("| (`cortex-a76`, not used) | LLVM's model of the A76 | %s | %s | %s | %s | %s |" % (
+    w("| (`cortex-a76`, not used) | LLVM's model of the A76 | %s | %s | %s | %s | %s | %s |" % (
         fmt(a76["sdot"], 2), fmt(a76["usmmla"], 2), fmt(a76["fmla"], 2), fmt(a76["fmla_vec"], 2),
-        fmt(a76["ldq"], 2)))
+        fmt(a76["fmla_h"], 2), fmt(a76["ldq"], 2)))
     w("")
     same = all(results[s["id"]]["mca"]["apple-m1"].get("cycles") == results[s["id"]]["mca"]["apple-m2"].get("cycles")
                for s in OURS if "error" not in results[s["id"]] and "cycles" in results[s["id"]]["mca"]["apple-m1"])
