@@ -28,7 +28,7 @@
 # Installs what is missing first (Debian packages, idempotent, like scripts/test_cross.sh):
 # g++-aarch64-linux-gnu, gcc-aarch64-linux-gnu (cross compilers, GCC 12 on bookworm), llvm-19
 # (llvm-mca-19, llvm-mc-19: bookworm's main archive), python3, git; npm for the llama.cpp source.
-# Runs in about a minute and a half on 2 cores (8 small compiles, ~200 llvm-mca runs); the same
+# Runs in about a minute and a half on 2 cores (10 small compiles, ~250 llvm-mca runs); the same
 # sources, compiler and LLVM give the same report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
