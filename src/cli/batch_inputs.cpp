@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "tokenizer/json_depth.h"
 
 namespace qvl::cli {
 namespace {
@@ -86,9 +87,17 @@ BatchInputs request_inputs(const std::string& path) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     BatchItem item;
     item.id = "line-" + std::to_string(number);
-    json value = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    json value;  // stays null for a line that is not JSON
+    std::string too_deep;
+    try {
+      value = parse_json_within_depth<json>(line);
+    } catch (const json::exception&) {
+    } catch (const Error& e) {
+      too_deep = e.what();  // refused while reading: the tree was never built
+    }
     if (!value.is_object()) {
-      item.error = "line " + std::to_string(number) + " is not a JSON object";
+      item.error = "line " + std::to_string(number) +
+                   (too_deep.empty() ? " is not a JSON object" : ": " + too_deep);
     } else {
       for (const char* key : {"custom_id", "id"}) {
         if (value.contains(key) && value[key].is_string()) {

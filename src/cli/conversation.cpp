@@ -5,6 +5,7 @@
 #include "base/base64.h"
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "tokenizer/json_depth.h"
 
 namespace qvl::cli {
 namespace {
@@ -53,9 +54,11 @@ std::string image_reference(const json& part) {
 GenerationRequest request_from_messages_file(const std::string& path, size_t max_image_bytes) {
   json doc;
   try {
-    doc = json::parse(read_text_file(path));
+    doc = parse_json_within_depth<json>(read_text_file(path));
   } catch (const json::exception& e) {
     fail(ErrorCode::kInvalidArgument, "'" + path + "' is not valid JSON: " + e.what());
+  } catch (const Error& e) {
+    fail(ErrorCode::kInvalidArgument, "'" + path + "': " + e.what());
   }
   const json messages = doc.is_object() && doc.contains("messages") ? doc["messages"] : doc;
   if (!messages.is_array() || messages.empty()) {

@@ -52,12 +52,14 @@ std::vector<std::string> rendered_image_refs(const std::vector<ChatMessage>& mes
 // {"type":"text","text":...}, {"type":"image_url","image_url":{"url":...}} (or a string),
 // {"type":"image","image":...} (Qwen style; the reference may be absent). Assistant
 // "tool_calls" are kept. Unknown roles or part types, and images outside user/tool messages,
-// throw Error(kInvalidArgument) with the message index in the text.
+// throw Error(kInvalidArgument) with the message index in the text. The text form refuses JSON
+// nested deeper than kMaxJsonDepth (tokenizer/json_depth.h) while reading it.
 std::vector<ChatMessage> parse_chat_messages(const nlohmann::ordered_json& messages);
 std::vector<ChatMessage> parse_chat_messages_json(std::string_view messages_json);
 
 // A value rendered the way the template's `tojson` filter does (Python json.dumps with
-// ensure_ascii=False: ", " and ": " separators, keys in their given order).
+// ensure_ascii=False: ", " and ": " separators, keys in their given order). Throws
+// Error(kInvalidArgument) for nesting deeper than kMaxJsonDepth rather than recursing on.
 std::string render_tool_json(const nlohmann::ordered_json& value);
 
 // Model-folder chat template check: looks for chat_template.jinja, then chat_template.json

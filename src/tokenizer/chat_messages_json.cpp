@@ -3,6 +3,7 @@
 
 #include "base/error.h"
 #include "tokenizer/chat_format.h"
+#include "tokenizer/json_depth.h"
 
 namespace qvl {
 
@@ -52,7 +53,13 @@ void append_python_json_string(const std::string& s, std::string& out) {
   out += '"';
 }
 
-void append_python_json(const ordered_json& v, std::string& out) {
+// Recursive, so bounded: a value built in memory (not read through parse_json_within_depth) may
+// nest deeper than the stack allows.
+void append_python_json(const ordered_json& v, std::string& out, int depth) {
+  if ((v.is_object() || v.is_array()) && depth >= kMaxJsonDepth) {
+    fail(ErrorCode::kInvalidArgument,
+         "JSON is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  }
   if (v.is_object()) {
     out += '{';
     bool first = true;
@@ -61,14 +68,14 @@ void append_python_json(const ordered_json& v, std::string& out) {
       first = false;
       append_python_json_string(key, out);
       out += ": ";
-      append_python_json(value, out);
+      append_python_json(value, out, depth + 1);
     }
     out += '}';
   } else if (v.is_array()) {
     out += '[';
     for (size_t i = 0; i < v.size(); ++i) {
       if (i > 0) out += ", ";
-      append_python_json(v[i], out);
+      append_python_json(v[i], out, depth + 1);
     }
     out += ']';
   } else if (v.is_string()) {
@@ -180,7 +187,7 @@ ChatMessage parse_message(const ordered_json& m, size_t index) {
 
 std::string render_tool_json(const ordered_json& value) {
   std::string out;
-  append_python_json(value, out);
+  append_python_json(value, out, 0);
   return out;
 }
 
@@ -196,7 +203,7 @@ std::vector<ChatMessage> parse_chat_messages(const ordered_json& messages) {
 std::vector<ChatMessage> parse_chat_messages_json(std::string_view messages_json) {
   ordered_json parsed;
   try {
-    parsed = ordered_json::parse(messages_json);
+    parsed = parse_json_within_depth<ordered_json>(messages_json);
   } catch (const ordered_json::exception& e) {
     fail(ErrorCode::kInvalidArgument, std::string("messages are not valid JSON: ") + e.what());
   }

@@ -67,4 +67,18 @@ for edit in 'c.text_config.rms_norm_eps=-1e-6' 'c.image_token_id=1e12' \
   field=$(sed -E 's/.*\.([a-z_]+)=.*/\1/' <<<"$edit")
   expect_error "$field" "$QVL" run -m "$OUT/absurd" --max-tokens 1 "hi"
 done
+
+# JSON nested past the documented 64 levels is refused while reading, in one line (a million
+# levels used to crash both: the tree was copied and printed recursively).
+deep=$(head -c 1000000 /dev/zero | tr '\0' '[') closing=$(head -c 1000000 /dev/zero | tr '\0' ']')
+printf '[{"role": "user", "content": %s%s}]' "$deep" "$closing" >"$OUT/deep_messages.json"
+expect_error "nested deeper than 64 levels" "$QVL" run -m "$MODEL" --messages "$OUT/deep_messages.json"
+printf '{"id": "deep", "messages": %s%s}\n' "$deep" "$closing" >"$OUT/deep_requests.jsonl"
+set +e
+timeout 60 "$QVL" --log-level warn batch -m "$MODEL" --requests "$OUT/deep_requests.jsonl" \
+  -o "$OUT/deep_results.jsonl" >/dev/null 2>&1 </dev/null; rc=$?
+set -e
+if [ $rc -ne 2 ] || ! grep -q "nested deeper than 64 levels" "$OUT/deep_results.jsonl"; then
+  echo "batch --requests with a deep line: rc=$rc: $(head -c 300 "$OUT/deep_results.jsonl")"; exit 1
+fi
 echo "cli edges: all refused clearly"
