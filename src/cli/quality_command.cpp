@@ -9,8 +9,8 @@
 #include "base/log.h"
 #include "base/timer.h"
 #include "cli/synthetic_image.h"
-#include "engine/golden_prompts.h"
-#include "engine/quality_eval.h"
+#include "eval/golden_prompts.h"
+#include "eval/quality_eval.h"
 #include "hub/model_pull.h"
 #include "qvl/engine.h"
 

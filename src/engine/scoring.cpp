@@ -1,9 +1,10 @@
 #include "engine/scoring.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "base/error.h"
-#include "engine/logit_comparison.h"
 #include "engine/prompt_embeddings.h"
 #include "model/rope_index.h"
 
@@ -45,6 +46,15 @@ std::vector<int64_t> positions_with_continuation(const RopePositions& prompt, in
 }
 
 }  // namespace
+
+double log_sum_exp(const float* logits, int64_t n) {
+  double top = -std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < n; ++i) top = std::max(top, static_cast<double>(logits[i]));
+  if (!std::isfinite(top)) return top;
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i]) - top);
+  return top + std::log(sum);
+}
 
 ScoreResult score_continuation(TextDecoder& decoder, const ModelConfig& config,
                                const std::vector<int64_t>& prompt_ids,

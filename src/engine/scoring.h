@@ -12,6 +12,10 @@
 
 namespace qvl {
 
+// log(sum_i exp(logits[i])), accumulated in double and shifted by the maximum: the denominator of
+// a scored token's log-probability (and of the evaluation's KL divergences).
+double log_sum_exp(const float* logits, int64_t n);
+
 // prompt_ids: as prompt_token_ids builds them for `images` (encoded, in order of appearance).
 // The continuation tokens get the positions greedy decoding would give them (prompt length +
 // i + rope delta on all three axes). Throws qvl::Error if a token id is outside the vocabulary

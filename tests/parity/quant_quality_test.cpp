@@ -7,8 +7,8 @@
 #include <map>
 #include <memory>
 
-#include "engine/golden_prompts.h"
-#include "engine/quality_eval.h"
+#include "eval/golden_prompts.h"
+#include "eval/quality_eval.h"
 #include "golden.h"
 #include "qvl/engine.h"
 

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "base/error.h"
-#include "engine/golden_prompts.h"
+#include "eval/golden_prompts.h"
 #include "golden.h"
 #include "qvl/engine.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/quality_eval.h"
+#include "eval/quality_eval.h"
 
 namespace qvl {
 

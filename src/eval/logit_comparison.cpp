@@ -1,8 +1,10 @@
-#include "engine/logit_comparison.h"
+#include "eval/logit_comparison.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "engine/scoring.h"
 
 namespace qvl {
 namespace {
@@ -24,15 +26,6 @@ double second_largest(const float* v, int64_t n, int64_t top) {
 }
 
 }  // namespace
-
-double log_sum_exp(const float* logits, int64_t n) {
-  double top = -kInf;
-  for (int64_t i = 0; i < n; ++i) top = std::max(top, static_cast<double>(logits[i]));
-  if (!std::isfinite(top)) return top;
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i]) - top);
-  return top + std::log(sum);
-}
 
 LogitComparison compare_logits(const float* reference, const float* candidate, int64_t n) {
   LogitComparison c;

@@ -6,9 +6,6 @@
 
 namespace qvl {
 
-// log(sum_i exp(logits[i])), accumulated in double and shifted by the maximum.
-double log_sum_exp(const float* logits, int64_t n);
-
 struct LogitComparison {
   double kl = 0;  // KL(reference || candidate) over the full softmax, in nats; +inf for NaN
   int64_t reference_top1 = -1;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/logit_comparison.h"
+#include "eval/logit_comparison.h"
 #include "qvl/engine.h"
 
 namespace qvl {

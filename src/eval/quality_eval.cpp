@@ -1,4 +1,4 @@
-#include "engine/quality_eval.h"
+#include "eval/quality_eval.h"
 
 #include <algorithm>
 #include <cmath>

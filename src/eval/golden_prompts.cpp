@@ -1,4 +1,4 @@
-#include "engine/golden_prompts.h"
+#include "eval/golden_prompts.h"
 
 #include <nlohmann/json.hpp>
 
