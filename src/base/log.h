@@ -1,6 +1,9 @@
 // Leveled logging to stderr. Cheap when a level is disabled: the message is not formatted.
+// A line is `[qvl I 2026-12-06T07:12:03.458+01:00] message` (local time, milliseconds, offset) or,
+// for log collectors, one JSON object: {"time":"...","level":"info","message":"..."}.
 #pragma once
 
+#include <chrono>
 #include <sstream>
 #include <string>
 
@@ -13,6 +16,16 @@ LogLevel log_level();
 // Parses "debug", "info", "warn", "error", "off"; throws on anything else.
 LogLevel parse_log_level(const std::string& name);
 void log_message(LogLevel level, const std::string& message);
+
+enum class LogFormat { kText, kJson };
+void set_log_format(LogFormat format);
+// Parses "text" or "json"; throws on anything else.
+LogFormat parse_log_format(const std::string& name);
+// Local ISO-8601 time with milliseconds and UTC offset, e.g. "2026-12-06T07:12:03.458+01:00".
+std::string local_timestamp(std::chrono::system_clock::time_point when);
+// One log line without its newline. JSON text is always valid UTF-8 (bad bytes become U+FFFD).
+std::string format_log_line(LogFormat format, LogLevel level,
+                            std::chrono::system_clock::time_point when, const std::string& message);
 
 namespace detail {
 class LogLine {

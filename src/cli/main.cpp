@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/error.h"
@@ -47,6 +48,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "debug, info, warn, error or off");
+  const char* log_format_env = std::getenv("QVL_LOG_FORMAT");
+  std::string log_format = log_format_env != nullptr ? log_format_env : "text";
+  app.add_option("--log-format", log_format,
+                 "text ([qvl I local-time] message) or json (one object per line); default "
+                 "$QVL_LOG_FORMAT, else text");
   std::string isa = "auto";
   app.add_option("--isa", isa,
                  "kernel level: auto (the best this CPU runs); on x86-64 avx512, avx-vnni (AVX2 "
@@ -56,6 +62,7 @@ int main(int argc, char** argv) {
           {"auto", "avx512", "avx-vnni", "avx2", "i8mm", "dotprod", "neon", "scalar"}));
   app.parse_complete_callback([&] {
     qvl::set_log_level(qvl::parse_log_level(log_level));
+    qvl::set_log_format(qvl::parse_log_format(log_format));
     apply_isa_choice(isa);
   });
   qvl::cli::add_run_command(app);
