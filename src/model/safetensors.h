@@ -70,6 +70,12 @@ class WeightStore {
  public:
   static WeightStore open_folder(const std::string& dir);
   static WeightStore open_files(const std::vector<std::string>& paths);
+  // Tensors whose bytes live elsewhere (a GGUF pair's under Hugging Face names,
+  // model/gguf_weights.h): `keep` holds those bytes (mapped files, converted copies) as long as the
+  // store. `where` names the source in messages. Throws kCorrupt for a name given twice.
+  // (weight_store_views.cpp)
+  static WeightStore from_views(std::vector<TensorView> views, std::shared_ptr<const void> keep,
+                                const std::string& where);
 
   // Tensors as stored (packed ones are not among them).
   bool has(const std::string& name) const { return index_.count(name) != 0; }
@@ -87,6 +93,8 @@ class WeightStore {
 
  private:
   std::vector<std::unique_ptr<SafeTensorsFile>> files_;
+  std::vector<std::unique_ptr<TensorView>> views_;  // from_views: the views index_ points to
+  std::shared_ptr<const void> keep_;                // from_views: what owns their bytes
   std::map<std::string, const TensorView*> index_;
   std::map<std::string, PackedTensor> packed_;
   std::map<std::string, std::string> metadata_;

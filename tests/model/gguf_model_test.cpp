@@ -1,0 +1,230 @@
+// A Qwen3-VL GGUF pair read back as the model: configuration, tensor names and shapes, values
+// per type, and the exact path's logits against the same weights from safetensors.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "base/error.h"
+#include "gguf_test_writer.h"
+#include "gguf_tiny_writer.h"
+#include "model/config.h"
+#include "model/gguf_config.h"
+#include "model/gguf_dequant.h"
+#include "model/gguf_weights.h"
+#include "model/safetensors_writer.h"
+#include "model/text_decoder.h"
+#include "model_test_util.h"
+
+namespace qvl {
+namespace {
+
+const std::string kTiny = std::string(QVL_TESTDATA_DIR) + "/qwen3vl-tiny-a";
+
+std::string temp_dir(const std::string& tag) {
+  const std::string dir = ::testing::TempDir() + "/qvl_gguf_" + tag;
+  EXPECT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  return dir;
+}
+
+std::shared_ptr<GgufPair> write_pair(GgmlType type, const std::string& tag) {
+  const std::string dir = temp_dir(tag);
+  testing::TinyGgufWriter(kTiny, type).write(dir + "/model.gguf", dir + "/mmproj.gguf");
+  return std::make_shared<GgufPair>(
+      GgufPair{GgufFile::open(dir + "/model.gguf"), GgufFile::open(dir + "/mmproj.gguf")});
+}
+
+TEST(GgufModel, ConfigEqualsConfigJson) {
+  const auto pair = write_pair(GgmlType::kBF16, "config");
+  const ModelConfig want = load_model_config(kTiny);
+  const ModelConfig got = gguf_model_config(pair->text, pair->vision);
+  const TextConfig &a = want.text, &b = got.text;
+  EXPECT_EQ(b.vocab_size, a.vocab_size);
+  EXPECT_EQ(b.hidden_size, a.hidden_size);
+  EXPECT_EQ(b.num_layers, a.num_layers);
+  EXPECT_EQ(b.num_heads, a.num_heads);
+  EXPECT_EQ(b.num_kv_heads, a.num_kv_heads);
+  EXPECT_EQ(b.head_dim, a.head_dim);
+  EXPECT_EQ(b.intermediate_size, a.intermediate_size);
+  EXPECT_EQ(b.max_position_embeddings, a.max_position_embeddings);
+  EXPECT_EQ(b.rms_norm_eps, a.rms_norm_eps);
+  EXPECT_EQ(b.rope_theta, a.rope_theta);
+  EXPECT_EQ(b.mrope_section, a.mrope_section);
+  EXPECT_TRUE(b.mrope_interleaved);
+  const VisionConfig &v = want.vision, &w = got.vision;
+  EXPECT_EQ(w.depth, v.depth);
+  EXPECT_EQ(w.hidden_size, v.hidden_size);
+  EXPECT_EQ(w.num_heads, v.num_heads);
+  EXPECT_EQ(w.intermediate_size, v.intermediate_size);
+  EXPECT_EQ(w.patch_size, v.patch_size);
+  EXPECT_EQ(w.temporal_patch_size, v.temporal_patch_size);
+  EXPECT_EQ(w.spatial_merge_size, v.spatial_merge_size);
+  EXPECT_EQ(w.in_channels, v.in_channels);
+  EXPECT_EQ(w.out_hidden_size, v.out_hidden_size);
+  EXPECT_EQ(w.num_position_embeddings, v.num_position_embeddings);
+  EXPECT_EQ(w.deepstack_visual_indexes, v.deepstack_visual_indexes);
+  EXPECT_EQ(w.layer_norm_eps, v.layer_norm_eps);
+  EXPECT_EQ(got.tie_word_embeddings, want.tie_word_embeddings);
+  EXPECT_EQ(got.image_token_id, want.image_token_id);
+  EXPECT_EQ(got.video_token_id, want.video_token_id);
+  EXPECT_EQ(got.vision_start_token_id, want.vision_start_token_id);
+  EXPECT_EQ(got.vision_end_token_id, want.vision_end_token_id);
+  const GenerationConfig g = gguf_generation_config(pair->text);
+  EXPECT_EQ(g.eos_token_ids, (std::vector<int64_t>{151645, 151643}));
+}
+
+TEST(GgufModel, RefusesAnotherArchitectureAndAMismatchedPair) {
+  const auto pair = write_pair(GgmlType::kBF16, "arch");
+  try {
+    gguf_model_config(pair->vision, pair->vision);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("'clip' model"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(gguf_model_config(pair->text, pair->text), Error);
+}
+
+// BF16: every tensor is the checkpoint's own bytes, viewed in place; the patch kernel is
+// reassembled from its frame slices exactly.
+TEST(GgufModel, Bf16TensorsAreTheCheckpointInPlace) {
+  const auto pair = write_pair(GgmlType::kBF16, "bf16");
+  const ModelConfig config = gguf_model_config(pair->text, pair->vision);
+  GgufLoadStats stats;
+  const WeightStore got = gguf_weight_store(pair, config, &stats);
+  const WeightStore want = WeightStore::open_folder(kTiny);
+  EXPECT_EQ(got.names(), want.names());
+  EXPECT_EQ(stats.dequantized, 1);  // the patch kernel only
+  EXPECT_EQ(stats.ignored, 0);
+  for (const std::string& name : want.names()) {
+    const TensorView &a = want.get(name), &b = got.get(name);
+    ASSERT_EQ(b.shape, a.shape) << name;
+    EXPECT_EQ(b.to_f32(), a.to_f32()) << name;
+    if (a.shape.size() == 2) {
+      EXPECT_EQ(b.dtype, DType::kBF16) << name;  // not converted
+    }
+  }
+}
+
+// Q8_0: matrices are dequantized (fp32) and equal ggml's dequantization of the stored blocks.
+TEST(GgufModel, Q8TensorsAreTheirDequantizedValues) {
+  const auto pair = write_pair(GgmlType::kQ8_0, "q8");
+  const ModelConfig config = gguf_model_config(pair->text, pair->vision);
+  const WeightStore got = gguf_weight_store(pair, config);
+  const GgufTensor& q = pair->text.tensor("blk.1.attn_q.weight");
+  EXPECT_EQ(q.type, GgmlType::kQ8_0);
+  std::vector<float> want(static_cast<size_t>(q.numel()));
+  gguf_dequantize(q.type, q.data, q.numel(), want.data());
+  const TensorView& t = got.get("model.language_model.layers.1.self_attn.q_proj.weight");
+  EXPECT_EQ(t.dtype, DType::kF32);
+  EXPECT_EQ(t.to_f32(), want);
+  // Within Q8_0's rounding of the checkpoint (half a step of absmax / 127 per block).
+  const std::vector<float> orig = WeightStore::open_folder(kTiny)
+                                      .get("model.language_model.layers.1.self_attn.q_proj.weight")
+                                      .to_f32();
+  for (size_t i = 0; i < orig.size(); ++i) ASSERT_NEAR(want[i], orig[i], 2e-3f) << i;
+}
+
+// The exact path on the GGUF's weights equals the exact path on the same values in safetensors.
+TEST(GgufModel, ExactLogitsEqualSafetensorsOfTheDequantizedWeights) {
+  for (const GgmlType type : {GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    SCOPED_TRACE(ggml_type_name(type));
+    const auto pair = write_pair(type, std::string("logits_") + ggml_type_name(type));
+    const ModelConfig config = gguf_model_config(pair->text, pair->vision);
+    const WeightStore gguf = gguf_weight_store(pair, config);
+    const std::string dir = temp_dir(std::string("st_") + ggml_type_name(type));
+    std::vector<TensorSpec> specs;
+    std::vector<std::vector<float>> values;
+    for (const std::string& name : gguf.names()) values.push_back(gguf.get(name).to_f32());
+    size_t k = 0;
+    for (const std::string& name : gguf.names()) {
+      const std::vector<float>* v = &values[k++];
+      specs.push_back(
+          {name, DType::kF32, gguf.get(name).shape, [v](int64_t off, int64_t n, uint8_t* out) {
+             std::memcpy(out, v->data() + off, static_cast<size_t>(n) * 4);
+           }});
+    }
+    write_safetensors(dir + "/model.safetensors", specs);
+    const WeightStore st = WeightStore::open_folder(dir);
+    const auto logits = [&](const WeightStore& store) {
+      const TextWeights w = load_text_weights(config, store);
+      TextDecoder decoder(config.text, w);
+      KVCache cache = decoder.new_cache();
+      std::vector<float> hidden;
+      return testing::prefill_last_logits(decoder, config, cache,
+                                          {151644, 872, 198, 9707, 1879, 151645}, hidden);
+    };
+    const std::vector<float> a = logits(gguf), b = logits(st);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_NEAR(a[i], b[i], 1e-5f * (1.0f + std::fabs(b[i]))) << i;
+    }
+  }
+}
+
+TEST(GgufModel, TensorNamesMapOntoHuggingFaceNames) {
+  const std::vector<int64_t> deep = {5, 11, 17};
+  EXPECT_EQ(hf_tensor_name("blk.12.attn_output.weight", false, deep),
+            "model.language_model.layers.12.self_attn.o_proj.weight");
+  EXPECT_EQ(hf_tensor_name("token_embd.weight", false, deep),
+            "model.language_model.embed_tokens.weight");
+  EXPECT_EQ(hf_tensor_name("output.weight", false, deep), "lm_head.weight");
+  EXPECT_EQ(hf_tensor_name("v.deepstack.11.fc2.bias", true, deep),
+            "model.visual.deepstack_merger_list.1.linear_fc2.bias");
+  EXPECT_EQ(hf_tensor_name("v.deepstack.12.fc2.bias", true, deep), "");
+  EXPECT_EQ(hf_tensor_name("v.blk.3.attn_qkv.weight", true, deep),
+            "model.visual.blocks.3.attn.qkv.weight");
+  EXPECT_EQ(hf_tensor_name("mm.2.bias", true, deep), "model.visual.merger.linear_fc2.bias");
+  EXPECT_EQ(hf_tensor_name("v.post_ln.weight", true, deep), "model.visual.merger.norm.weight");
+  EXPECT_EQ(hf_tensor_name("blk.x.attn_q.weight", false, deep), "");
+  EXPECT_EQ(hf_tensor_name("blk.1.attn_q.scale", false, deep), "");
+  EXPECT_EQ(hf_tensor_name("rope_freqs.weight", false, deep), "");
+}
+
+// K-quant tensors (rows of 256) load through the mapping as their dequantized values; a type
+// qvl cannot read is refused naming the tensor.
+TEST(GgufModel, KQuantTensorsLoadAndUnknownTypesAreRefused) {
+  std::vector<uint8_t> q4k(144 * 2), q5k(176 * 2), q6k(210 * 3);
+  for (size_t i = 0; i < q4k.size(); ++i) q4k[i] = static_cast<uint8_t>(i * 37 + 11);
+  for (size_t i = 0; i < q5k.size(); ++i) q5k[i] = static_cast<uint8_t>(i * 53 + 7);
+  for (size_t i = 0; i < q6k.size(); ++i) q6k[i] = static_cast<uint8_t>(i * 29 + 3);
+  for (size_t b = 0; b < 2; ++b) {  // finite half scales: 0.01 (0x211F) and 0.005 (0x1D1F)
+    std::memcpy(q4k.data() + b * 144, "\x1F\x21\x1F\x1D", 4);
+    std::memcpy(q5k.data() + b * 176, "\x1F\x21\x1F\x1D", 4);
+  }
+  for (size_t b = 0; b < 3; ++b) std::memcpy(q6k.data() + b * 210 + 208, "\x1F\x21", 2);
+  testing::GgufBuilder text, vision;
+  text.tensor("blk.0.ffn_down.weight", GgmlType::kQ4_K, {256, 2}, q4k);
+  text.tensor("blk.0.ffn_up.weight", GgmlType::kQ5_K, {256, 2}, q5k);
+  text.tensor("token_embd.weight", GgmlType::kQ6_K, {256, 3}, q6k);
+  vision.tensor("v.patch_embd.weight", GgmlType::kF32, {1, 1, 1, 2}, testing::f32_bytes({1, 2}));
+  const auto t = text.bytes(), v = vision.bytes();
+  auto pair = std::make_shared<GgufPair>(GgufPair{GgufFile::parse(t.data(), t.size(), "t.gguf"),
+                                                  GgufFile::parse(v.data(), v.size(), "v.gguf")});
+  const WeightStore store = gguf_weight_store(pair, ModelConfig{});
+  for (const auto& [hf, g] : std::vector<std::pair<std::string, std::string>>{
+           {"model.language_model.layers.0.mlp.down_proj.weight", "blk.0.ffn_down.weight"},
+           {"model.language_model.layers.0.mlp.up_proj.weight", "blk.0.ffn_up.weight"},
+           {"model.language_model.embed_tokens.weight", "token_embd.weight"}}) {
+    const GgufTensor& src = pair->text.tensor(g);
+    std::vector<float> want(static_cast<size_t>(src.numel()));
+    gguf_dequantize(src.type, src.data, src.numel(), want.data());
+    EXPECT_EQ(store.get(hf).shape, src.torch_shape()) << hf;
+    EXPECT_EQ(store.get(hf).to_f32(), want) << hf;
+  }
+  testing::GgufBuilder bad = text;
+  bad.tensor("blk.0.attn_q.weight", GgmlType::kQ2_K, {256, 1}, std::vector<uint8_t>(84, 0));
+  const auto bb = bad.bytes();
+  pair->text = GgufFile::parse(bb.data(), bb.size(), "bad.gguf");
+  try {
+    gguf_weight_store(pair, ModelConfig{});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("'blk.0.attn_q.weight'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("Q2_K"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace qvl
