@@ -16,6 +16,9 @@ struct EngineOptions {
   // Hugging Face folder (config.json, *.safetensors, tokenizer.json, ...) or a pre-packed file
   // written by `qvl quantize`.
   std::string model_dir;
+  // With a GGUF language model (llama.cpp's format) as model_dir: its vision projector (mmproj
+  // GGUF). Empty: the one projector beside it (or in the folder model_dir).
+  std::string mmproj;
   int threads = 0;  // 0 = one per physical core
   // Weight types: "exact" (fp32 math on the stored bf16 weights; the parity oracle), "bf16",
   // "q8" or "q4" (decoder in that type, lm_head q8, vision bf16). Quantised at load from a

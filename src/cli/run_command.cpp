@@ -18,6 +18,7 @@ namespace {
 
 struct RunOptions {
   std::string model;
+  std::string mmproj;  // GGUF models: the vision projector (empty: the one beside the model)
   std::string prompt;
   std::string system;
   std::string messages_file;
@@ -64,6 +65,7 @@ void run(const RunOptions& o) {
   hub::ResolveOptions resolve;
   resolve.offline = o.offline;
   eo.model_dir = hub::resolve_model(o.model, resolve);
+  eo.mmproj = o.mmproj;
   eo.threads = o.threads;
   eo.quant = o.quant;
   eo.lm_head = o.lm_head;
@@ -127,9 +129,13 @@ void add_run_command(CLI::App& app) {
   auto opts = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Answer one question (optionally about images)");
   cmd->add_option("-m,--model", opts->model,
-                  "Model folder (Hugging Face layout), pre-packed file (qvl quantize) or hub id "
+                  "Model folder (Hugging Face layout), pre-packed file (qvl quantize), GGUF "
+                  "language model (with --mmproj), folder of one GGUF pair, or hub id "
                   "Org/Name[@revision]")
       ->required();
+  cmd->add_option("--mmproj", opts->mmproj,
+                  "GGUF vision projector (mmproj-*.gguf) of a GGUF model (default: the one beside "
+                  "it)");
   cmd->add_flag("--offline", opts->offline, "Never download (also HF_HUB_OFFLINE=1)");
   cmd->add_option("prompt", opts->prompt, "The question");
   cmd->add_option("--system", opts->system, "System prompt");

@@ -146,8 +146,12 @@ void add_serve_command(CLI::App& app) {
       "POST /tokenize, GET /health, GET /metrics)");
   serve
       ->add_option("-m,--model", flags->model_spec,
-                   "Model folder, pre-packed file or hub id Org/Name[@revision]")
+                   "Model folder, pre-packed file, GGUF language model (with --mmproj), folder "
+                   "of one GGUF pair, or hub id Org/Name[@revision]")
       ->capture_default_str();
+  serve->add_option("--mmproj", o.engine.mmproj,
+                    "GGUF vision projector (mmproj-*.gguf) of a GGUF model (default: the one "
+                    "beside it)");
   serve->add_flag("--offline", flags->offline, "Never download (also HF_HUB_OFFLINE=1)");
   serve
       ->add_option("--quant", o.engine.quant,

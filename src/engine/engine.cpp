@@ -80,7 +80,7 @@ class EngineImpl : public Engine {
   explicit EngineImpl(const EngineOptions& options)
       : options_(options),
         model_(load_model_folder(options.model_dir, options.quant, options.lm_head,
-                                 options.vision_quant)),
+                                 options.vision_quant, options.mmproj)),
         decoder_(model_->config.text, model_->text_weights),
         vision_(model_->config.vision, model_->vision_weights),
         image_cache_(

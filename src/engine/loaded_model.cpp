@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/mapped_file.h"
 #include "base/timer.h"
+#include "model/gguf_file.h"
 #include "model/packed_file.h"
 #include "model/weight_matrices.h"
 #include "model/weights_util.h"
@@ -164,13 +165,24 @@ void require_model_folder(const std::string& dir) {
 }
 
 std::unique_ptr<LoadedModel> load_model(const std::string& path_in, const std::string& quant,
-                                        const std::string& lm_head,
-                                        const std::string& vision_quant) {
+                                        const std::string& lm_head, const std::string& vision_quant,
+                                        const std::string& mmproj) {
   std::string path = path_in;
   while (path.size() > 1 && path.back() == '/') path.pop_back();
   const ExactFallbacks before = exact_fallbacks();
-  auto model = is_model_file(path) ? load_packed_file(path, quant, lm_head, vision_quant)
-                                   : load_folder(path, quant, lm_head, vision_quant);
+  // A GGUF pair: a language model file, or a folder holding one pair and no config.json.
+  std::optional<GgufPairPaths> gguf;
+  if (is_gguf_file(path)) {
+    gguf = gguf_pair_for(path, mmproj);
+  } else if (!is_model_file(path) && !file_exists(path + "/config.json")) {
+    gguf = find_gguf_pair(path);
+  }
+  if (!mmproj.empty() && !gguf) {
+    fail(ErrorCode::kInvalidArgument, "--mmproj is for GGUF models; '" + path + "' is not one");
+  }
+  auto model = gguf                  ? load_gguf_model(*gguf, quant, lm_head, vision_quant)
+               : is_model_file(path) ? load_packed_file(path, quant, lm_head, vision_quant)
+                                     : load_folder(path, quant, lm_head, vision_quant);
   // Every decoder matrix is read for every token: its pages are mapped in now (tens of ms) rather
   // than faulted in one by one during the first request (~0.4 s per GB). The vision tower's wait
   // for its first image (VisionEncoder): a text-only server need not hold them.
@@ -188,7 +200,8 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path_in, const std::s
 
 int64_t loaded_weight_bytes(const LoadedModel& m) {
   auto total = static_cast<int64_t>(m.store.total_bytes());
-  if (is_model_file(m.dir)) return total;  // packed matrices are views into the file
+  // Packed matrices of a pre-packed file are views into it (a GGUF's are copies, as a folder's).
+  if (is_model_file(m.dir) && !is_gguf_file(m.dir)) return total;
   // Exact matrices view the checkpoint; every other type is a copy made at load.
   const auto copy = [&](const ops::PackedMatrix& w) {
     if (w.type() != ops::QuantType::kExact) total += static_cast<int64_t>(w.size_bytes());

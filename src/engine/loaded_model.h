@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "image/preprocess.h"
@@ -38,9 +39,26 @@ struct LoadedModel {
 // folder, unreadable (with the system's reason), or without a readable config.json.
 void require_model_folder(const std::string& dir);
 
+// path may also be a GGUF language model (llama.cpp's format) with mmproj its vision projector
+// ("" = the one projector GGUF beside it), or a folder holding exactly one such pair and no
+// config.json (see gguf_model_loader.cpp; mmproj is for GGUF models only).
 std::unique_ptr<LoadedModel> load_model(const std::string& path, const std::string& quant,
                                         const std::string& lm_head = "",
-                                        const std::string& vision_quant = "");
+                                        const std::string& vision_quant = "",
+                                        const std::string& mmproj = "");
+
+// A GGUF pair: the language model file and its vision projector. find_gguf_pair looks in a
+// folder (nullopt when it holds no GGUF file; throws Error(kInvalidArgument) naming the files
+// when it is not exactly one pair); gguf_pair_for completes a language model file with the one
+// projector beside it when mmproj is "".
+struct GgufPairPaths {
+  std::string text, mmproj;
+};
+std::optional<GgufPairPaths> find_gguf_pair(const std::string& dir);
+GgufPairPaths gguf_pair_for(const std::string& text, const std::string& mmproj);
+std::unique_ptr<LoadedModel> load_gguf_model(const GgufPairPaths& pair, const std::string& quant,
+                                             const std::string& lm_head = "",
+                                             const std::string& vision_quant = "");
 
 // Bytes of the model's weights as loaded: a pre-packed file's tensors (mapped in place), or a
 // folder's checkpoint (mapped) plus the matrices packed from it at load (owned copies).
@@ -49,8 +67,9 @@ int64_t loaded_weight_bytes(const LoadedModel& model);
 inline std::unique_ptr<LoadedModel> load_model_folder(const std::string& path,
                                                       const std::string& quant,
                                                       const std::string& lm_head = "",
-                                                      const std::string& vision_quant = "") {
-  return load_model(path, quant, lm_head, vision_quant);
+                                                      const std::string& vision_quant = "",
+                                                      const std::string& mmproj = "") {
+  return load_model(path, quant, lm_head, vision_quant, mmproj);
 }
 
 }  // namespace qvl

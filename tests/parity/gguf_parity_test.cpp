@@ -1,0 +1,125 @@
+// The golden model written as a GGUF pair (llama.cpp's layout, tests/model/gguf_tiny_writer.h)
+// and run through the public API with exact weights: prompt ids from the GGUF's own tokenizer,
+// vision from the mmproj, and the golden greedy tokens (steps whose top-2 margin is large enough
+// for the type's weight rounding).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+
+#include "../model/gguf_tiny_writer.h"
+#include "base/error.h"
+#include "base/mapped_file.h"
+#include "golden.h"
+#include "qvl/engine.h"
+
+namespace qvl::testing {
+namespace {
+
+GenerationRequest greedy_request(const GoldenCase& c) {
+  GenerationRequest req;
+  const auto& images = c.manifest["images"];
+  size_t next_image = 0;
+  for (const auto& m : c.manifest["messages"]) {
+    Message msg;
+    msg.role = m["role"].get<std::string>();
+    if (m["content"].is_string()) {
+      msg.parts.push_back({ContentPart::Kind::kText, m["content"].get<std::string>(), -1});
+    } else {
+      msg.content_is_string = false;
+      for (const auto& part : m["content"]) {
+        if (part["type"] == "image") {
+          const MappedFile f(golden_dir() + "/" + images.at(next_image)["file"].get<std::string>());
+          req.images.push_back({std::vector<uint8_t>(f.data(), f.data() + f.size()), 0, 0});
+          msg.parts.push_back({ContentPart::Kind::kImage, "", static_cast<int>(next_image++)});
+        } else {
+          msg.parts.push_back({ContentPart::Kind::kText, part["text"].get<std::string>(), -1});
+        }
+      }
+    }
+    req.messages.push_back(std::move(msg));
+  }
+  req.sampling.temperature = 0;
+  req.sampling.max_tokens = 16;
+  req.sampling.ignore_eos = true;
+  return req;
+}
+
+// Writes the golden model as a GGUF pair of `type` into a folder of its own; returns the folder.
+std::string gguf_folder(GgmlType type) {
+  const std::string dir = ::testing::TempDir() + "/qvl_gguf_parity_" + ggml_type_name(type);
+  EXPECT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  TinyGgufWriter(golden_dir(), type)
+      .write(dir + "/model-" + ggml_type_name(type) + ".gguf",
+             dir + "/mmproj-" + ggml_type_name(type) + ".gguf");
+  return dir;
+}
+
+std::unique_ptr<Engine> load(const std::string& model, const std::string& mmproj = "") {
+  EngineOptions o;
+  o.model_dir = model;
+  o.mmproj = mmproj;
+  o.quant = "exact";
+  o.image_min_tokens = 64;  // the reference processor's defaults
+  o.image_max_tokens = 16384;
+  return Engine::load(o);
+}
+
+void check_goldens(Engine& engine, float min_margin) {
+  for_each_golden_case([&](const std::string& case_name) {
+    GoldenCase c;
+    for (auto& g : load_golden_cases())
+      if (g.name == case_name) c = g;
+    ASSERT_FALSE(c.name.empty());
+    const GenerationResult r = engine.generate(greedy_request(c));
+    EXPECT_EQ(r.prompt_ids, c.i64("input_ids"));
+    const auto want = c.i64("gen.tokens");
+    const auto margins = c.f32("gen.step_margin");
+    ASSERT_EQ(r.completion_ids.size(), want.size());
+    // Once a step differs the rest follows another prefix: compare up to the first small margin.
+    for (size_t s = 0; s < want.size() && margins[s] >= min_margin; ++s) {
+      EXPECT_EQ(r.completion_ids[s], want[s]) << "step " << s;
+    }
+  });
+}
+
+// F16 and BF16 hold the bf16 checkpoint exactly: the golden tokens as the safetensors folder gives.
+TEST(GgufParity, Bf16PairInAFolderGivesTheGoldens) {
+  auto engine = load(gguf_folder(GgmlType::kBF16));
+  check_goldens(*engine, 1e-3f);
+}
+
+TEST(GgufParity, F16PairWithMmprojGivesTheGoldens) {
+  const std::string dir = gguf_folder(GgmlType::kF16);
+  auto engine = load(dir + "/model-F16.gguf", dir + "/mmproj-F16.gguf");
+  check_goldens(*engine, 1e-3f);
+}
+
+// Q8_0 rounds each weight by up to absmax / 254 of its block: steps whose top-2 logit margin
+// the rounding cannot close.
+TEST(GgufParity, Q8PairGivesTheGoldensWhereTheMarginAllows) {
+  const std::string dir = gguf_folder(GgmlType::kQ8_0);
+  auto engine = load(dir + "/model-Q8_0.gguf");  // the projector beside it is found
+  check_goldens(*engine, 0.05f);
+}
+
+TEST(GgufParity, AmbiguousFoldersAndMissingProjectorsAreRefused) {
+  const std::string dir = gguf_folder(GgmlType::kBF16);
+  ASSERT_EQ(std::system(("cp '" + dir + "/model-BF16.gguf' '" + dir + "/other.gguf'").c_str()), 0);
+  try {
+    load(dir);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("2 language model(s)"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(std::system(("rm '" + dir + "/mmproj-BF16.gguf'").c_str()), 0);
+  try {
+    load(dir + "/model-BF16.gguf");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--mmproj"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace qvl::testing
