@@ -71,6 +71,52 @@ inline std::vector<uint8_t> encode_as(GgmlType type, const std::vector<float>& x
   return out;
 }
 
+// tokenizer.json of the tiny folders is a relative link (or a text file naming the target).
+inline std::string tokenizer_json_path(const std::string& dir) {
+  std::string path = dir + "/tokenizer.json";
+  const std::string text = read_text_file(path);
+  if (!text.empty() && text.front() != '{') {
+    std::string target = text;
+    while (!target.empty() && (target.back() == '\n' || target.back() == '\r')) target.pop_back();
+    path = dir + "/" + target;
+  }
+  return path;
+}
+
+// The tokenizer.ggml.* keys the converter writes for a Qwen tokenizer.json: vocab_size entries
+// (ids without a token are "[PAD<id>]" UNUSED), vocabulary NORMAL, added tokens CONTROL when
+// special or spelled <|...|>, else USER_DEFINED; merges as "a b".
+inline void add_tokenizer_keys(GgufBuilder& b, const std::string& tokenizer_json,
+                               int64_t vocab_size) {
+  const nlohmann::json tok = nlohmann::json::parse(read_text_file(tokenizer_json));
+  std::vector<std::string> tokens(static_cast<size_t>(vocab_size));
+  std::vector<int32_t> types(tokens.size(), 5);  // UNUSED
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = "[PAD" + std::to_string(i) + "]";
+  for (const auto& [text, id] : tok["model"]["vocab"].items()) {
+    tokens[id.get<size_t>()] = text;
+    types[id.get<size_t>()] = 1;  // NORMAL
+  }
+  for (const auto& a : tok["added_tokens"]) {
+    const std::string content = a["content"].get<std::string>();
+    const bool looks_special = content.rfind("<|", 0) == 0 && content.size() >= 4 &&
+                               content.compare(content.size() - 2, 2, "|>") == 0;
+    tokens[a["id"].get<size_t>()] = content;
+    types[a["id"].get<size_t>()] = a["special"].get<bool>() || looks_special ? 3 : 4;
+  }
+  std::vector<std::string> merges;
+  for (const auto& m : tok["model"]["merges"]) {
+    merges.push_back(m.is_string() ? m.get<std::string>()
+                                   : m[0].get<std::string>() + " " + m[1].get<std::string>());
+  }
+  b.string("tokenizer.ggml.model", "gpt2");
+  b.string("tokenizer.ggml.pre", "qwen2");
+  b.strings("tokenizer.ggml.tokens", tokens);
+  b.i32s("tokenizer.ggml.token_type", types);
+  b.strings("tokenizer.ggml.merges", merges);
+  b.u32("tokenizer.ggml.eos_token_id", 151645);
+  b.u32("tokenizer.ggml.padding_token_id", 151643);
+}
+
 class TinyGgufWriter {
  public:
   TinyGgufWriter(const std::string& dir, GgmlType type)
@@ -139,50 +185,9 @@ class TinyGgufWriter {
   }
 
   void add_tokenizer(GgufBuilder& b) {
-    const nlohmann::json tok = nlohmann::json::parse(read_text_file(Tokenizer_json_path(dir_)));
-    const auto& vocab = tok["model"]["vocab"];
-    std::vector<std::string> tokens(static_cast<size_t>(config_.text.vocab_size));
-    std::vector<int32_t> types(tokens.size(), 5);  // UNUSED
-    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = "[PAD" + std::to_string(i) + "]";
-    for (const auto& [text, id] : vocab.items()) {
-      tokens[id.get<size_t>()] = text;
-      types[id.get<size_t>()] = 1;  // NORMAL
-    }
-    for (const auto& a : tok["added_tokens"]) {
-      const std::string content = a["content"].get<std::string>();
-      const bool looks_special = content.rfind("<|", 0) == 0 && content.size() >= 4 &&
-                                 content.compare(content.size() - 2, 2, "|>") == 0;
-      tokens[a["id"].get<size_t>()] = content;
-      types[a["id"].get<size_t>()] = a["special"].get<bool>() || looks_special ? 3 : 4;
-    }
-    std::vector<std::string> merges;
-    for (const auto& m : tok["model"]["merges"]) {
-      merges.push_back(m.is_string() ? m.get<std::string>()
-                                     : m[0].get<std::string>() + " " + m[1].get<std::string>());
-    }
-    b.string("tokenizer.ggml.model", "gpt2");
-    b.string("tokenizer.ggml.pre", "qwen2");
-    b.strings("tokenizer.ggml.tokens", tokens);
-    b.i32s("tokenizer.ggml.token_type", types);
-    b.strings("tokenizer.ggml.merges", merges);
-    b.u32("tokenizer.ggml.eos_token_id", 151645);
-    b.u32("tokenizer.ggml.padding_token_id", 151643);
+    add_tokenizer_keys(b, tokenizer_json_path(dir_), config_.text.vocab_size);
     const nlohmann::json tmpl = nlohmann::json::parse(read_text_file(dir_ + "/chat_template.json"));
     b.string("tokenizer.chat_template", tmpl["chat_template"].get<std::string>());
-  }
-
-  static std::string Tokenizer_json_path(const std::string& dir) {
-    // tokenizer.json of the tiny folders is a relative link (or a text file naming the target).
-    std::string path = dir + "/tokenizer.json";
-    const std::string text = read_text_file(path);
-    if (!text.empty() && text.front() != '{') {
-      std::string target = text;
-      while (!target.empty() && (target.back() == '\n' || target.back() == '\r')) {
-        target.pop_back();
-      }
-      path = dir + "/" + target;
-    }
-    return path;
   }
 
   GgufBuilder vision_gguf() {
