@@ -5,8 +5,9 @@
 
 #include "ops/attention_kernels.h"
 #include "ops/x86/attention_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx2,fma,f16c")
 
 #include "ops/x86/elementwise_avx2_math.h"
 
@@ -264,3 +265,5 @@ void task_avx2(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_b
 }
 
 }  // namespace qvl::ops::attention_kernels
+
+QVL_TARGET_ISA_END

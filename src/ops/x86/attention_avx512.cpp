@@ -8,8 +8,9 @@
 
 #include "ops/attention_kernels.h"
 #include "ops/x86/attention_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma")
+QVL_TARGET_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma")
 
 #include "ops/x86/elementwise_avx512_math.h"
 
@@ -38,3 +39,5 @@ void task_bf16_avx512(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int6
 }
 
 }  // namespace qvl::ops::attention_kernels
+
+QVL_TARGET_ISA_END

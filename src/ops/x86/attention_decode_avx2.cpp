@@ -6,8 +6,9 @@
 #include "ops/attention_decode.h"
 #include "ops/kv_q8.h"
 #include "ops/x86/attention_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx2,fma,f16c")
 
 #include "ops/x86/elementwise_avx2_math.h"
 
@@ -216,3 +217,5 @@ void decode_span_avx2(const Problem& p, const DecodeTask& task) {
 }
 
 }  // namespace qvl::ops::attention_kernels
+
+QVL_TARGET_ISA_END

@@ -10,8 +10,9 @@
 #include "ops/attention_decode.h"
 #include "ops/kv_q8.h"
 #include "ops/x86/attention_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
 
 #include "ops/x86/elementwise_avx512_math.h"
 
@@ -29,3 +30,5 @@ void decode_span_avx512(const Problem& p, const DecodeTask& task) {
 }
 
 }  // namespace qvl::ops::attention_kernels
+
+QVL_TARGET_ISA_END

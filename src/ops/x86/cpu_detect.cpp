@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "ops/isa.h"
+#include "ops/x86/cpuid_features.h"
 
 namespace qvl::ops::arch {
 
@@ -12,13 +13,11 @@ IsaLevel detect_cpu_isa() {
   // their reductions).
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni") &&
-      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
+      cpuid_has_avx512bf16() && __builtin_cpu_supports("avx512vnni") &&
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpuid_has_f16c()) {
     return IsaLevel::kAvx512;
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpuid_has_f16c()) {
     return IsaLevel::kAvx2;
   }
   return IsaLevel::kScalar;
@@ -34,13 +33,13 @@ CpuFeatures detect_cpu_features() {
   };
   add("avx2", __builtin_cpu_supports("avx2"));
   add("fma", __builtin_cpu_supports("fma"));
-  add("f16c", __builtin_cpu_supports("f16c"));
-  add("avxvnni", __builtin_cpu_supports("avxvnni"));
+  add("f16c", __builtin_cpu_supports("avx") && cpuid_has_f16c());
+  add("avxvnni", __builtin_cpu_supports("avx2") && cpuid_has_avxvnni());
   add("avx512f", __builtin_cpu_supports("avx512f"));
   add("avx512bw", __builtin_cpu_supports("avx512bw"));
   add("avx512vl", __builtin_cpu_supports("avx512vl"));
   add("avx512dq", __builtin_cpu_supports("avx512dq"));
-  add("avx512bf16", __builtin_cpu_supports("avx512bf16"));
+  add("avx512bf16", __builtin_cpu_supports("avx512f") && cpuid_has_avx512bf16());
   add("avx512vnni", __builtin_cpu_supports("avx512vnni"));
   return f;
 }

@@ -4,11 +4,12 @@
 
 #include "ops/elementwise_kernels.h"
 #include "ops/x86/elementwise_x86.h"
+#include "ops/x86/target_isa.h"
 
 // Same rounding as the scalar references: no fusing of their separate multiplies and adds.
-#pragma GCC optimize("fp-contract=off")
+QVL_NO_FP_CONTRACT
 
-#pragma GCC target("avx2,fma")
+QVL_TARGET_ISA_BEGIN("avx2,fma")
 
 #include "ops/x86/elementwise_avx2_math.h"
 
@@ -137,3 +138,5 @@ ExpSum exp_sum_avx2(const float* x, int64_t n) {
 }
 
 }  // namespace qvl::ops::elementwise_kernels
+
+QVL_TARGET_ISA_END

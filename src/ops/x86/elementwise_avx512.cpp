@@ -6,11 +6,12 @@
 
 #include "ops/elementwise_kernels.h"
 #include "ops/x86/elementwise_x86.h"
+#include "ops/x86/target_isa.h"
 
 // Same rounding as the scalar references: no fusing of their separate multiplies and adds.
-#pragma GCC optimize("fp-contract=off")
+QVL_NO_FP_CONTRACT
 
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+QVL_TARGET_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
 
 #include "ops/x86/elementwise_avx512_math.h"
 
@@ -18,3 +19,5 @@ namespace qvl::ops::elementwise_kernels {
 #include "ops/x86/elementwise_avx512.inc"
 
 }  // namespace qvl::ops::elementwise_kernels
+
+QVL_TARGET_ISA_END

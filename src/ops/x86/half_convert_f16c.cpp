@@ -7,8 +7,9 @@
 #include "ops/half_convert.h"
 #include "ops/packed_kernels.h"
 #include "ops/x86/packed_kernels_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx2,f16c")
+QVL_TARGET_ISA_BEGIN("avx2,f16c")
 
 namespace qvl::ops::kernels {
 
@@ -31,3 +32,5 @@ void f16_to_f32_f16c(const uint16_t* x, int64_t n, float* out) {
 }
 
 }  // namespace qvl::ops::kernels
+
+QVL_TARGET_ISA_END

@@ -25,8 +25,9 @@
 
 #include "ops/int8_gemm_kernels.h"
 #include "ops/x86/int8_gemm_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx2,fma,f16c")
 
 #include "ops/x86/int8_gemm_vnni256_tile.h"
 
@@ -67,14 +68,15 @@ inline void scale_into_c(const float* xscale, int64_t ldxs, float* __restrict c,
 }
 
 // q8 on the int16 panel: per block 16 steps of 2 columns, vpmaddwd + vpaddd per product vector,
-// each block in assembly: GCC copied or spilled the twelve accumulators of an intrinsics version and compiled its scale step through the
-// stack. Registers: ymm0-11 the accumulators of rows 0-5 (two per row), ymm12/13 the weight pair
-// vectors, ymm15 the broadcast x pair, which its second product overwrites, ymm14 the first
-// product. The first pair writes the accumulators instead of adding to zero. Then, as
-// scale_into_c: ymm12/13 the weight scales, ymm14 the row's x scale, ymm15 their product, and
-// c = fma(float(dot), w scale * x scale, c) (both products commute exactly). Rows past R are left
-// out at assembly time (.if on the immediate R), so every R runs the same instructions per row.
-// Row i's x, x scale and c are at base0 + i * stride for i < 3 and base3 + (i - 3) * stride.
+// each block in assembly: GCC copied or spilled the twelve accumulators of an intrinsics version
+// and compiled its scale step through the stack. Registers: ymm0-11 the accumulators of rows 0-5
+// (two per row), ymm12/13 the weight pair vectors, ymm15 the broadcast x pair, which its second
+// product overwrites, ymm14 the first product. The first pair writes the accumulators instead of
+// adding to zero. Then, as scale_into_c: ymm12/13 the weight scales, ymm14 the row's x scale, ymm15
+// their product, and c = fma(float(dot), w scale * x scale, c) (both products commute exactly).
+// Rows past R are left out at assembly time (.if on the immediate R), so every R runs the same
+// instructions per row. Row i's x, x scale and c are at base0 + i * stride for i < 3 and base3 + (i
+// - 3) * stride.
 // clang-format off
 #define QVL_Q8_ROW(row, a0, a1, x)                          \
   ".if " #row " < %c[rows]\n\t"                             \
@@ -359,3 +361,5 @@ void int8_tile_q4_avx2(const Int8Tile& t) {
 }
 
 }  // namespace qvl::ops::kernels
+
+QVL_TARGET_ISA_END

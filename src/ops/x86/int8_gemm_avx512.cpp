@@ -16,8 +16,9 @@
 #include "ops/int8_gemm_kernels.h"
 #include "ops/packed_matrix.h"
 #include "ops/x86/int8_gemm_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 
 namespace qvl::ops::kernels {
 namespace {
@@ -40,3 +41,5 @@ void int8_tile_q4s_avx512(const Int8Tile& t) {
 }
 
 }  // namespace qvl::ops::kernels
+
+QVL_TARGET_ISA_END

@@ -8,8 +8,9 @@
 
 #include "ops/int8_gemm_kernels.h"
 #include "ops/x86/int8_gemm_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx2,fma,f16c,avxvnni")
+QVL_TARGET_ISA_BEGIN("avx2,fma,f16c,avxvnni")
 
 #include "ops/x86/int8_gemm_vnni256_tile.h"
 
@@ -38,3 +39,5 @@ void int8_tile_q4s_avxvnni(const Int8Tile& t) {
 }
 
 }  // namespace qvl::ops::kernels
+
+QVL_TARGET_ISA_END

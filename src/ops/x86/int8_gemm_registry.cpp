@@ -7,6 +7,7 @@
 #include "ops/int8_gemm.h"
 #include "ops/int8_gemm_kernels.h"
 #include "ops/packed_kernels.h"
+#include "ops/x86/cpuid_features.h"
 #include "ops/x86/int8_gemm_x86.h"
 #include "ops/x86/packed_kernels_x86.h"
 
@@ -32,7 +33,7 @@ namespace kernels {
 bool cpu_has_avx_vnni() {
   static const bool has = [] {
     __builtin_cpu_init();
-    return cpu_runs_isa(IsaLevel::kAvx2) && __builtin_cpu_supports("avxvnni");
+    return cpu_runs_isa(IsaLevel::kAvx2) && arch::cpuid_has_avxvnni();
   }();
   return has;
 }

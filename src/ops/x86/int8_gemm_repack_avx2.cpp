@@ -10,8 +10,9 @@
 #include "ops/packed_matrix.h"
 #include "ops/x86/int8_gemm_x86.h"
 #include "ops/x86/packed_kernels_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx2,fma,f16c")
 
 namespace qvl::ops::kernels {
 namespace {
@@ -160,3 +161,5 @@ void int8_widen_avx2(const int8_t* src, int64_t n, int16_t* dst) {
 }
 
 }  // namespace qvl::ops::kernels
+
+QVL_TARGET_ISA_END

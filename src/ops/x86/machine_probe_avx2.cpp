@@ -4,8 +4,9 @@
 
 #include "ops/machine_probe_kernels.h"
 #include "ops/x86/machine_probe_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx2,fma,f16c")
 
 // An empty asm that "changes" v: the compiler can neither merge equal accumulators nor hoist
 // loop-invariant products, and no instruction is emitted.
@@ -97,3 +98,5 @@ uint64_t read_sum_avx2(const uint8_t* p, size_t bytes) {
 }
 
 }  // namespace qvl::ops::probe_kernels
+
+QVL_TARGET_ISA_END

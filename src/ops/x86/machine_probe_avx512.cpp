@@ -8,8 +8,9 @@
 
 #include "ops/machine_probe_kernels.h"
 #include "ops/x86/machine_probe_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
 
 // An empty asm that "changes" v, so equal accumulators are not merged (no instruction emitted).
 #define QVL_OPAQUE(v) asm volatile("" : "+v"(v))
@@ -111,3 +112,5 @@ uint64_t read_sum_avx512(const uint8_t* p, size_t bytes) {
 }
 
 }  // namespace qvl::ops::probe_kernels
+
+QVL_TARGET_ISA_END

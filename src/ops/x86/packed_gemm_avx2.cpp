@@ -6,8 +6,9 @@
 
 #include "ops/packed_gemm.h"
 #include "ops/x86/packed_gemm_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx2,fma,f16c")
 
 namespace qvl::ops::kernels {
 namespace {
@@ -49,3 +50,5 @@ constinit const GemmKernels kGemmF32Avx2{
     "f32-avx2", 4, 4, kTileX, kStrip, pack_x_panel_f32, pack_strips_f32_avx2, tile};
 
 }  // namespace qvl::ops::kernels
+
+QVL_TARGET_ISA_END

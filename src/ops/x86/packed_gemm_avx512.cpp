@@ -12,8 +12,9 @@
 
 #include "ops/packed_gemm.h"
 #include "ops/x86/packed_gemm_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
 
 namespace qvl::ops::kernels {
 namespace {
@@ -26,3 +27,5 @@ constinit const GemmKernels kGemmF32Avx512{
     "f32-avx512", 4, 4, kTileX, kStrip, pack_x_panel_f32, pack_strips_f32_avx2, tile};
 
 }  // namespace qvl::ops::kernels
+
+QVL_TARGET_ISA_END

@@ -23,8 +23,9 @@
 
 #include "ops/packed_gemm.h"
 #include "ops/x86/packed_gemm_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
 
 namespace qvl::ops::kernels {
 namespace {
@@ -37,3 +38,5 @@ constinit const GemmKernels kGemmBf16Avx512{
     "bf16-avx512", 2, 2, kTileX, kStrip, pack_x_panel, pack_strips_bf16_pairs_avx2, tile};
 
 }  // namespace qvl::ops::kernels
+
+QVL_TARGET_ISA_END

@@ -7,8 +7,9 @@
 
 #include "ops/packed_gemm.h"
 #include "ops/x86/packed_gemm_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx2,fma,f16c")
 
 namespace qvl::ops::kernels {
 namespace {
@@ -125,3 +126,5 @@ void pack_strips_bf16_pairs_avx2(const GemmProblem& p, int64_t r0, int64_t strip
 }
 
 }  // namespace qvl::ops::kernels
+
+QVL_TARGET_ISA_END

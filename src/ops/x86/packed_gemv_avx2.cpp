@@ -13,8 +13,9 @@
 #include "ops/packed_gemv_shapes.h"
 #include "ops/packed_kernels.h"
 #include "ops/x86/packed_kernels_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx2,fma,f16c")
 
 namespace qvl::ops::kernels {
 namespace {
@@ -111,3 +112,5 @@ void bf16_run_avx2(const GroupRun& w, const void* x, size_t x_stride, int nx, fl
 }
 
 }  // namespace qvl::ops::kernels
+
+QVL_TARGET_ISA_END

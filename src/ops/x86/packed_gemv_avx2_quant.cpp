@@ -21,8 +21,9 @@
 
 #include "ops/packed_kernels.h"
 #include "ops/x86/packed_kernels_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx2,fma,f16c")
 
 namespace qvl::ops::kernels {
 namespace {
@@ -267,3 +268,5 @@ void q4_run_avx2(const GroupRun& w, const QuantX& x, int nx, float* out) {
 }
 
 }  // namespace qvl::ops::kernels
+
+QVL_TARGET_ISA_END

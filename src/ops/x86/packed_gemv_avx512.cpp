@@ -17,8 +17,9 @@
 #include "ops/packed_gemv_shapes.h"
 #include "ops/packed_kernels.h"
 #include "ops/x86/packed_kernels_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
 
 namespace qvl::ops::kernels {
 namespace {
@@ -43,3 +44,5 @@ void q4_run_avx512(const GroupRun& w, const QuantX& x, int nx, float* out) {
 }
 
 }  // namespace qvl::ops::kernels
+
+QVL_TARGET_ISA_END

@@ -5,8 +5,9 @@
 
 #include "ops/packed_kernels.h"
 #include "ops/x86/packed_kernels_x86.h"
+#include "ops/x86/target_isa.h"
 
-#pragma GCC target("avx2,fma,f16c")
+QVL_TARGET_ISA_BEGIN("avx2,fma,f16c")
 
 namespace qvl::ops::kernels {
 void quantize_row_to_avx2(const float* x, int64_t nb, int32_t qmax, int8_t* q, float* scale,
@@ -51,3 +52,5 @@ void quantize_row_avx2(const float* x, int64_t nb, int8_t* q, float* scale, int3
 }
 
 }  // namespace qvl::ops::kernels
+
+QVL_TARGET_ISA_END

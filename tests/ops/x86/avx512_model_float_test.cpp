@@ -13,6 +13,8 @@
 #include <random>
 
 #include "base/half.h"
+#include "ops/x86/cpuid_features.h"
+#include "ops/x86/target_isa.h"
 
 namespace qvl::ops::avx512_model_float_check {
 namespace {
@@ -39,8 +41,7 @@ constexpr Op kOps[] = {Op::kAdd,          Op::kSub,        Op::kMul,       Op::k
 
 // The real operations on 8 lanes, through memory. Only plain functions under the target pragma,
 // so no template or library function is instantiated for AVX2 here.
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+QVL_TARGET_ISA_PUSH("avx2,fma,f16c")
 
 void real_op(Op op, const float* a, const float* b, const float* c, float* out) {
   const __m256 x = _mm256_loadu_ps(a), y = _mm256_loadu_ps(b), z = _mm256_loadu_ps(c);
@@ -100,12 +101,14 @@ int real_cmp(int imm, const float* a, const float* b) {
     QVL_CMP_CASE(1)
     QVL_CMP_CASE(2)
     QVL_CMP_CASE(3)
-    QVL_CMP_CASE(4) QVL_CMP_CASE(5) QVL_CMP_CASE(6) QVL_CMP_CASE(7) QVL_CMP_CASE(8) QVL_CMP_CASE(9)
-        QVL_CMP_CASE(10) QVL_CMP_CASE(11) QVL_CMP_CASE(12) QVL_CMP_CASE(13) QVL_CMP_CASE(14)
-            QVL_CMP_CASE(15) QVL_CMP_CASE(16) QVL_CMP_CASE(17) QVL_CMP_CASE(18) QVL_CMP_CASE(19)
-                QVL_CMP_CASE(20) QVL_CMP_CASE(21) QVL_CMP_CASE(22) QVL_CMP_CASE(23) QVL_CMP_CASE(24)
-                    QVL_CMP_CASE(25) QVL_CMP_CASE(26) QVL_CMP_CASE(27) QVL_CMP_CASE(28)
-                        QVL_CMP_CASE(29) QVL_CMP_CASE(30) QVL_CMP_CASE(31)
+    QVL_CMP_CASE(4)
+    QVL_CMP_CASE(5)
+    QVL_CMP_CASE(6) QVL_CMP_CASE(7) QVL_CMP_CASE(8) QVL_CMP_CASE(9) QVL_CMP_CASE(10)
+        QVL_CMP_CASE(11) QVL_CMP_CASE(12) QVL_CMP_CASE(13) QVL_CMP_CASE(14) QVL_CMP_CASE(15)
+            QVL_CMP_CASE(16) QVL_CMP_CASE(17) QVL_CMP_CASE(18) QVL_CMP_CASE(19) QVL_CMP_CASE(20)
+                QVL_CMP_CASE(21) QVL_CMP_CASE(22) QVL_CMP_CASE(23) QVL_CMP_CASE(24) QVL_CMP_CASE(25)
+                    QVL_CMP_CASE(26) QVL_CMP_CASE(27) QVL_CMP_CASE(28) QVL_CMP_CASE(29)
+                        QVL_CMP_CASE(30) QVL_CMP_CASE(31)
   }
   return -1;
 }
@@ -155,7 +158,7 @@ void real_scale_by_exponent(const float* p, const float* n, float* out) {
   _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_loadu_ps(p), _mm256_castsi256_ps(bits)));
 }
 
-#pragma GCC pop_options
+QVL_TARGET_ISA_POP
 
 }  // namespace
 
@@ -181,7 +184,7 @@ namespace {
 bool cpu_has_avx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+         qvl::ops::arch::cpuid_has_f16c();
 }
 
 bool same_bits(float a, float b) {

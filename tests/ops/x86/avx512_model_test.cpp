@@ -13,6 +13,8 @@
 #include <random>
 
 #include "base/half.h"
+#include "ops/x86/cpuid_features.h"
+#include "ops/x86/target_isa.h"
 
 // Some AVX-512 intrinsics are macros when not optimising; the model defines functions of the names.
 #undef _mm512_srli_epi16
@@ -27,8 +29,7 @@ namespace {
 
 // The real operations on one 256-bit half, through memory. Only plain functions under the target
 // pragma, so no template or library function is instantiated for AVX2 here.
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+QVL_TARGET_ISA_PUSH("avx2,fma,f16c")
 
 enum class IntOp {
   kUnpackLo32,
@@ -116,7 +117,7 @@ void real_broadcast_128(const void* a, void* out) {
       _mm256_broadcastsi128_si256(_mm_loadu_si128(static_cast<const ::__m128i*>(a))));
 }
 
-#pragma GCC pop_options
+QVL_TARGET_ISA_POP
 
 model::__m512i model_int_op(IntOp op, model::__m512i a, model::__m512i b) {
   switch (op) {
@@ -156,7 +157,7 @@ V random_bytes(std::mt19937& rng) {
 bool cpu_has_avx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-         __builtin_cpu_supports("f16c");
+         qvl::ops::arch::cpuid_has_f16c();
 }
 
 TEST(Avx512Model, LaneLocalIntegerOpsActAsTheirAvx2Counterparts) {
