@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "model/gguf_dequant.h"
+#include "model/gguf_repack.h"
 
 namespace qvl {
 namespace {
@@ -98,6 +99,28 @@ std::string map_vision(const std::string& g, const std::vector<int64_t>& deepsta
 struct Holder {
   std::shared_ptr<const GgufPair> pair;
   std::vector<std::vector<float>> copies;
+  std::vector<AlignedBuffer<uint8_t>> packed;
+};
+
+// The matrices the kernels run in the model's weight type (see load_text_weights and
+// load_vision_weights): decoder projections, vision blocks' and mergers' linears.
+bool wants_q8(const std::string& hf, const GgufRepack& repack) {
+  const auto ends_with = [&](const std::string& tail) {
+    return hf.size() >= tail.size() && hf.compare(hf.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (hf.rfind("model.language_model.layers.", 0) == 0) {
+    return repack.text_q8 && ends_with("_proj.weight");
+  }
+  if (hf.rfind("model.visual.", 0) == 0 && ends_with(".weight")) {
+    return repack.vision_q8 &&
+           (hf.find(".attn.") != std::string::npos || hf.find(".linear_fc") != std::string::npos);
+  }
+  return false;
+}
+
+struct PackedDeclaration {
+  std::string name;
+  int64_t rows, cols;
 };
 
 std::string where(const GgufTensor& t, const GgufFile& f) {
@@ -105,11 +128,27 @@ std::string where(const GgufTensor& t, const GgufFile& f) {
 }
 
 TensorView view_of(const GgufTensor& t, const GgufFile& f, const std::string& name, Holder& holder,
-                   GgufLoadStats& stats) {
+                   GgufLoadStats& stats, const GgufRepack& repack,
+                   std::vector<PackedDeclaration>& declarations) {
   TensorView v;
   v.name = name;
   v.file = f.path();
   v.shape = t.torch_shape();
+  if (t.type == GgmlType::kQ8_0 && wants_q8(name, repack)) {
+    const Timer timer;
+    if (auto bytes = repack_q8_0_as_strips(t)) {
+      AlignedBuffer<uint8_t>& b = holder.packed.emplace_back(std::move(*bytes));
+      stats.dequantize_ms += timer.millis();
+      ++stats.repacked;
+      stats.copied_bytes += static_cast<int64_t>(b.size());
+      declarations.push_back({name, v.shape[0], v.shape[1]});
+      v.dtype = DType::kU8;
+      v.shape = {static_cast<int64_t>(b.size())};
+      v.data = b.data();
+      v.nbytes = b.size();
+      return v;
+    }
+  }
   if (t.type == GgmlType::kF32 || t.type == GgmlType::kF16 || t.type == GgmlType::kBF16) {
     v.dtype = t.type == GgmlType::kF32   ? DType::kF32
               : t.type == GgmlType::kF16 ? DType::kF16
@@ -179,11 +218,12 @@ std::string hf_tensor_name(const std::string& gguf_name, bool vision,
 }
 
 WeightStore gguf_weight_store(std::shared_ptr<const GgufPair> pair, const ModelConfig& config,
-                              GgufLoadStats* stats_out) {
+                              GgufLoadStats* stats_out, const GgufRepack& repack) {
   auto holder = std::make_shared<Holder>();
   holder->pair = pair;
   GgufLoadStats stats;
   std::vector<TensorView> views;
+  std::vector<PackedDeclaration> declarations;
   const std::vector<int64_t>& deepstack = config.vision.deepstack_visual_indexes;
   for (const bool vision : {false, true}) {
     const GgufFile& f = vision ? pair->vision : pair->text;
@@ -194,13 +234,17 @@ WeightStore gguf_weight_store(std::shared_ptr<const GgufPair> pair, const ModelC
         ++stats.ignored;
         continue;
       }
-      views.push_back(view_of(t, f, name, *holder, stats));
+      views.push_back(view_of(t, f, name, *holder, stats, repack, declarations));
     }
   }
   views.push_back(patch_embedding(pair->vision, *holder, stats));
   if (stats_out) *stats_out = stats;
-  return WeightStore::from_views(std::move(views), holder,
-                                 pair->text.path() + " + " + pair->vision.path());
+  WeightStore store = WeightStore::from_views(std::move(views), holder,
+                                              pair->text.path() + " + " + pair->vision.path());
+  for (const PackedDeclaration& d : declarations) {
+    store.declare_packed(d.name, ops::QuantType::kQ8Strips, d.rows, d.cols);
+  }
+  return store;
 }
 
 }  // namespace qvl

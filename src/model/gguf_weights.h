@@ -2,9 +2,12 @@
 // (llama.cpp's converter renames them and splits the patch embedding's Conv3d kernel into one
 // slice per frame; these steps are undone here). Per tensor type:
 //   F32, F16, BF16: used in place from the mmap (no copy, like a safetensors checkpoint);
-//   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: dequantized to fp32 at load. fp32 holds each
-//     of their values (scale x quant, minus scaled min) exactly as ggml computes it, so the exact
-//     path runs on the very weights llama.cpp would; --quant q8/q4/bf16 then pack from those.
+//   Q8_0 matrices the model runs in q8 (GgufRepack): repacked into qvl's q8 strips, losslessly
+//     (model/gguf_repack.h), with no fp32 copy;
+//   Q8_0 otherwise, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K: dequantized to fp32 at load. fp32
+//     holds each of their values (scale x quant, minus scaled min) exactly as ggml computes it,
+//     so the exact path runs on the very weights llama.cpp would; --quant q8/q4/bf16 then pack
+//     from those (K-quants have no qvl format of their own yet: q4 re-rounds them).
 // Other types are refused naming the tensor.
 #pragma once
 
@@ -29,6 +32,7 @@ struct GgufPair {
 struct GgufLoadStats {
   int64_t in_place = 0;      // tensors viewed in the mmap
   int64_t dequantized = 0;   // tensors converted to fp32 copies
+  int64_t repacked = 0;      // Q8_0 matrices repacked as q8 strips
   int64_t copied_bytes = 0;  // bytes of those copies
   int64_t ignored = 0;       // tensors qvl has no use for
   double dequantize_ms = 0;
@@ -40,10 +44,17 @@ struct GgufLoadStats {
 std::string hf_tensor_name(const std::string& gguf_name, bool vision,
                            const std::vector<int64_t>& deepstack);
 
+// Which Q8_0 matrices become q8 strips (pre-packed tensors of the store) rather than fp32: the
+// decoder's projections when the decoder runs in q8, the vision tower's big matrices when it does.
+struct GgufRepack {
+  bool text_q8 = false;
+  bool vision_q8 = false;
+};
+
 // A WeightStore over the pair's tensors (the pair is kept alive by the store). Throws
 // Error(kUnsupported) naming a tensor of a type qvl cannot read, kCorrupt for a patch embedding
 // whose slices differ in shape.
 WeightStore gguf_weight_store(std::shared_ptr<const GgufPair> pair, const ModelConfig& config,
-                              GgufLoadStats* stats = nullptr);
+                              GgufLoadStats* stats = nullptr, const GgufRepack& repack = {});
 
 }  // namespace qvl

@@ -11,6 +11,7 @@
 #include "model/config.h"
 #include "model/gguf_config.h"
 #include "model/gguf_dequant.h"
+#include "model/gguf_repack.h"
 #include "model/gguf_weights.h"
 #include "model/safetensors_writer.h"
 #include "model/text_decoder.h"
@@ -224,6 +225,70 @@ TEST(GgufModel, KQuantTensorsLoadAndUnknownTypesAreRefused) {
     EXPECT_NE(std::string(e.what()).find("'blk.0.attn_q.weight'"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("Q2_K"), std::string::npos);
   }
+}
+
+}  // namespace
+}  // namespace qvl
+
+namespace qvl {
+namespace {
+
+// Q8_0 repacked as q8 strips: the very bytes qvl's packer makes from the dequantized values.
+TEST(GgufModel, Q8RepackEqualsPackingTheDequantizedWeights) {
+  const auto pair = write_pair(GgmlType::kQ8_0, "repack");
+  for (const char* name : {"blk.0.ffn_down.weight", "blk.2.attn_q.weight", "token_embd.weight"}) {
+    SCOPED_TRACE(name);
+    const GgufTensor& t = pair->text.tensor(name);
+    const auto bytes = repack_q8_0_as_strips(t);
+    ASSERT_TRUE(bytes.has_value());
+    std::vector<float> values(static_cast<size_t>(t.numel()));
+    gguf_dequantize(t.type, t.data, t.numel(), values.data());
+    const ops::PackedMatrix want = ops::PackedMatrix::pack(
+        {ops::WeightType::kF32, values.data(), t.dims[1], t.dims[0]}, ops::QuantType::kQ8Strips);
+    ASSERT_EQ(bytes->size(), want.size_bytes());
+    EXPECT_EQ(std::memcmp(bytes->data(), want.bytes(), want.size_bytes()), 0);
+    // And every weight reads back as d * q.
+    const ops::PackedMatrix got = ops::PackedMatrix::view(ops::QuantType::kQ8Strips, t.dims[1],
+                                                          t.dims[0], bytes->data(), bytes->size());
+    std::vector<float> row(static_cast<size_t>(t.dims[0]));
+    for (int64_t r = 0; r < t.dims[1]; r += 7) {
+      got.row_to_f32(r, row.data());
+      for (int64_t c = 0; c < t.dims[0]; ++c) {
+        ASSERT_EQ(row[c], values[r * t.dims[0] + c]) << r << "," << c;
+      }
+    }
+  }
+  // The loader's store declares them pre-packed when the model runs in q8.
+  const ModelConfig config = gguf_model_config(pair->text, pair->vision);
+  GgufLoadStats stats;
+  const WeightStore store = gguf_weight_store(pair, config, &stats, {true, true});
+  const PackedTensor* p = store.packed("model.language_model.layers.0.mlp.down_proj.weight");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->type, ops::QuantType::kQ8Strips);
+  EXPECT_EQ(p->rows, config.text.hidden_size);
+  EXPECT_EQ(p->cols, config.text.intermediate_size);
+  EXPECT_NE(store.packed("model.visual.blocks.1.attn.qkv.weight"), nullptr);
+  EXPECT_EQ(store.packed("model.language_model.embed_tokens.weight"), nullptr);  // looked up
+  EXPECT_EQ(stats.repacked, 4 * 7 + 4 * 4 + 2 + 3 * 2);
+}
+
+// Blocks qvl's symmetric q8 cannot hold as they are stay on the dequantized path.
+TEST(GgufModel, Q8BlocksOutsideQvlsRangeAreNotRepacked) {
+  std::vector<uint8_t> block(34, 0);
+  const uint16_t d = 0x2000;
+  std::memcpy(block.data(), &d, 2);
+  block[2] = 100;  // largest |q| 100: qvl would rescale it
+  testing::GgufBuilder b;
+  b.tensor("m", GgmlType::kQ8_0, {32, 1}, block);
+  block[2] = 0x80;  // q = -128
+  b.tensor("n", GgmlType::kQ8_0, {32, 1}, block);
+  block[2] = 127;
+  b.tensor("o", GgmlType::kQ8_0, {32, 1}, block);
+  const auto bytes = b.bytes();
+  const GgufFile f = GgufFile::parse(bytes.data(), bytes.size(), "q.gguf");
+  EXPECT_FALSE(repack_q8_0_as_strips(f.tensor("m")).has_value());
+  EXPECT_FALSE(repack_q8_0_as_strips(f.tensor("n")).has_value());
+  EXPECT_TRUE(repack_q8_0_as_strips(f.tensor("o")).has_value());
 }
 
 }  // namespace

@@ -55,11 +55,12 @@ std::string gguf_folder(GgmlType type) {
   return dir;
 }
 
-std::unique_ptr<Engine> load(const std::string& model, const std::string& mmproj = "") {
+std::unique_ptr<Engine> load(const std::string& model, const std::string& mmproj = "",
+                             const std::string& quant = "exact") {
   EngineOptions o;
   o.model_dir = model;
   o.mmproj = mmproj;
-  o.quant = "exact";
+  o.quant = quant;
   o.image_min_tokens = 64;  // the reference processor's defaults
   o.image_max_tokens = 16384;
   return Engine::load(o);
@@ -101,6 +102,14 @@ TEST(GgufParity, Q8PairGivesTheGoldensWhereTheMarginAllows) {
   const std::string dir = gguf_folder(GgmlType::kQ8_0);
   auto engine = load(dir + "/model-Q8_0.gguf");  // the projector beside it is found
   check_goldens(*engine, 0.05f);
+}
+
+// The default q8 runs Q8_0 matrices from their repacked bytes (no fp32 copy; the same bytes as
+// packing the dequantized weights, tests/model/gguf_model_test.cpp), with int8 activations.
+TEST(GgufParity, Q8PairRunsInQ8WhereTheMarginAllows) {
+  const std::string dir = gguf_folder(GgmlType::kQ8_0);
+  auto engine = load(dir, "", "q8");
+  check_goldens(*engine, 0.1f);
 }
 
 TEST(GgufParity, AmbiguousFoldersAndMissingProjectorsAreRefused) {

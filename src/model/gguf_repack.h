@@ -1,0 +1,21 @@
+// Q8_0 matrices repacked at load into qvl's q8 layout (ops::QuantType::kQ8Strips), losslessly:
+// both store a block of 32 weights as an fp16 scale times int8 quants. ggml's quantizer makes
+// each block's largest |q| 127 (d = absmax / 127), so qvl's packer, given the values d * q,
+// finds absmax = 127 * d, the same scale d and the same q: the packed bytes are those qvl makes
+// from the dequantized weights, without their fp32 copy (4 bytes a weight) and in one pass.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "base/aligned_buffer.h"
+#include "model/gguf_file.h"
+
+namespace qvl {
+
+// The kQ8Strips bytes of a 2-D Q8_0 tensor [rows, cols], or nullopt when some block is not
+// exactly representable (a nonzero block whose largest |q| is not 127, e.g. from another
+// quantizer, or q = -128): such a tensor is dequantized instead.
+std::optional<AlignedBuffer<uint8_t>> repack_q8_0_as_strips(const GgufTensor& t);
+
+}  // namespace qvl
