@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <memory>
+#include <tuple>
+#include <vector>
 
 #include "../model/gguf_tiny_writer.h"
 #include "base/error.h"
@@ -127,6 +129,32 @@ TEST(GgufParity, AmbiguousFoldersAndMissingProjectorsAreRefused) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--mmproj"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace qvl::testing
+
+namespace qvl::testing {
+namespace {
+
+// Pairs written by llama.cpp's own converter (scripts/make_gguf_fixtures.sh, from the golden
+// model): QVL_GGUF_FIXTURES names its output folder. The script needs npm and Debian's Python
+// packages (numpy, torch, tqdm, sentencepiece), so without the folder this test is skipped.
+TEST(GgufConverterParity, ConverterPairsGiveTheGoldens) {
+  const char* env = std::getenv("QVL_GGUF_FIXTURES");
+  const std::string dir = env ? env : "";
+  if (dir.empty() || !file_exists(dir + "/f16/model.gguf")) {
+    GTEST_SKIP() << "QVL_GGUF_FIXTURES does not name the output of scripts/make_gguf_fixtures.sh";
+  }
+  for (const auto& [type, quant, margin] :
+       std::vector<std::tuple<std::string, std::string, float>>{{"f16", "exact", 1e-3f},
+                                                                {"bf16", "exact", 1e-3f},
+                                                                {"q8_0", "exact", 0.05f},
+                                                                {"q8_0", "q8", 0.1f}}) {
+    SCOPED_TRACE(type + " " + quant);
+    auto engine = load(dir + "/" + type + "/model.gguf", dir + "/" + type + "/mmproj.gguf", quant);
+    check_goldens(*engine, margin);
   }
 }
 
