@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
-#include "model/gguf_dequant.h"
 #include "ops/packed_matrix.h"
 
 namespace qvl {
@@ -21,8 +19,10 @@ bool representable(const uint8_t* block) {
   }
   uint16_t d;
   std::memcpy(&d, block, 2);
-  const bool finite = (d & 0x7c00) != 0x7c00;
-  return finite && (max_abs == 127 || max_abs == 0);
+  // Finite and not negative: qvl's packer would store |d| and negated quants (same values, other
+  // bytes); such blocks do not come from ggml's quantizer, so they simply take the fp32 path.
+  const bool finite = (d & 0x7c00) != 0x7c00, negative = (d & 0x8000) != 0;
+  return finite && !negative && (max_abs == 127 || max_abs == 0);
 }
 
 }  // namespace
@@ -33,20 +33,28 @@ std::optional<AlignedBuffer<uint8_t>> repack_q8_0_as_strips(const GgufTensor& t)
   for (int64_t i = 0; i < rows * blocks; ++i) {
     if (!representable(t.data + i * kBlockBytes)) return std::nullopt;
   }
+  // Each strip of 32 rows holds, per block of 32 columns, [8 quads][32 rows][4 bytes] of q + 128
+  // (columns 4 * quad .. 4 * quad + 3) and then the 32 rows' fp16 scales (ops/packed_matrix.h);
+  // rows past the end are zero (q 0 stored as 128, scale 0). A plain byte shuffle: the Q8_0 scale
+  // is already the fp16 scale and the quants the int8 quants.
   const ops::QuantType type = ops::QuantType::kQ8Strips;
   AlignedBuffer<uint8_t> out(ops::packed_size_bytes(type, rows, cols));
-  // Strips of 32 rows follow each other in row order, so a chunk of whole strips packs on its
-  // own into its share of the bytes; the chunk bounds the fp32 staging to a few MB.
-  const int64_t chunk_rows = std::max<int64_t>(ops::kStripRows, (1 << 20) / cols / 32 * 32);
-  std::vector<float> values(static_cast<size_t>(std::min(chunk_rows, rows) * cols));
-  size_t offset = 0;
-  for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
-    const int64_t n = std::min(chunk_rows, rows - r0);
-    gguf_dequantize(t.type, t.data + r0 * blocks * kBlockBytes, n * cols, values.data());
-    const ops::PackedMatrix m =
-        ops::PackedMatrix::pack({ops::WeightType::kF32, values.data(), n, cols}, type);
-    std::memcpy(out.data() + offset, m.bytes(), m.size_bytes());
-    offset += m.size_bytes();
+  const int64_t strips = (rows + ops::kStripRows - 1) / ops::kStripRows;
+  const int64_t block_bytes = ops::kStripBlockBytes, scales_at = ops::kStripRows * 32;
+  for (int64_t s = 0; s < strips; ++s) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* dst = out.data() + (s * blocks + b) * block_bytes;
+      std::memset(dst, 128, static_cast<size_t>(scales_at));
+      std::memset(dst + scales_at, 0, static_cast<size_t>(block_bytes - scales_at));
+      for (int64_t r = 0; r < ops::kStripRows && s * ops::kStripRows + r < rows; ++r) {
+        const uint8_t* src = t.data + ((s * ops::kStripRows + r) * blocks + b) * kBlockBytes;
+        std::memcpy(dst + scales_at + 2 * r, src, 2);
+        for (int j = 0; j < 32; ++j) {
+          dst[(j / 4) * ops::kStripRows * 4 + r * 4 + j % 4] =
+              static_cast<uint8_t>(static_cast<int8_t>(src[2 + j]) + 128);
+        }
+      }
+    }
   }
   return out;
 }

@@ -284,11 +284,15 @@ TEST(GgufModel, Q8BlocksOutsideQvlsRangeAreNotRepacked) {
   b.tensor("n", GgmlType::kQ8_0, {32, 1}, block);
   block[2] = 127;
   b.tensor("o", GgmlType::kQ8_0, {32, 1}, block);
+  const uint16_t negative = 0xA000;
+  std::memcpy(block.data(), &negative, 2);
+  b.tensor("p", GgmlType::kQ8_0, {32, 1}, block);
   const auto bytes = b.bytes();
   const GgufFile f = GgufFile::parse(bytes.data(), bytes.size(), "q.gguf");
   EXPECT_FALSE(repack_q8_0_as_strips(f.tensor("m")).has_value());
   EXPECT_FALSE(repack_q8_0_as_strips(f.tensor("n")).has_value());
   EXPECT_TRUE(repack_q8_0_as_strips(f.tensor("o")).has_value());
+  EXPECT_FALSE(repack_q8_0_as_strips(f.tensor("p")).has_value());
 }
 
 }  // namespace
