@@ -1,8 +1,11 @@
 #include "model/gguf_repack.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
+#include "base/mapped_file.h"
+#include "base/thread_pool.h"
 #include "ops/packed_matrix.h"
 
 namespace qvl {
@@ -30,32 +33,44 @@ bool representable(const uint8_t* block) {
 std::optional<AlignedBuffer<uint8_t>> repack_q8_0_as_strips(const GgufTensor& t) {
   if (t.type != GgmlType::kQ8_0 || t.dims.size() != 2) return std::nullopt;
   const int64_t cols = t.dims[0], rows = t.dims[1], blocks = cols / 32;
-  for (int64_t i = 0; i < rows * blocks; ++i) {
-    if (!representable(t.data + i * kBlockBytes)) return std::nullopt;
-  }
+  populate_pages(t.data, t.nbytes);  // one call instead of a page fault per 4 KiB read
+  std::atomic<bool> ok{true};
+  ThreadPool::global().parallel_for(
+      static_cast<size_t>(rows * blocks),
+      [&](size_t begin, size_t end) {
+        for (size_t i = begin; i < end && ok.load(std::memory_order_relaxed); ++i) {
+          if (!representable(t.data + i * kBlockBytes)) ok.store(false);
+        }
+      },
+      4096);
+  if (!ok.load()) return std::nullopt;
   // Each strip of 32 rows holds, per block of 32 columns, [8 quads][32 rows][4 bytes] of q + 128
   // (columns 4 * quad .. 4 * quad + 3) and then the 32 rows' fp16 scales (ops/packed_matrix.h);
   // rows past the end are zero (q 0 stored as 128, scale 0). A plain byte shuffle: the Q8_0 scale
   // is already the fp16 scale and the quants the int8 quants.
   const ops::QuantType type = ops::QuantType::kQ8Strips;
   AlignedBuffer<uint8_t> out(ops::packed_size_bytes(type, rows, cols));
+  populate_pages_for_writing(out.data(), out.size());
   const int64_t strips = (rows + ops::kStripRows - 1) / ops::kStripRows;
   const int64_t block_bytes = ops::kStripBlockBytes, scales_at = ops::kStripRows * 32;
-  for (int64_t s = 0; s < strips; ++s) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      uint8_t* dst = out.data() + (s * blocks + b) * block_bytes;
-      std::memset(dst, 128, static_cast<size_t>(scales_at));
-      std::memset(dst + scales_at, 0, static_cast<size_t>(block_bytes - scales_at));
-      for (int64_t r = 0; r < ops::kStripRows && s * ops::kStripRows + r < rows; ++r) {
-        const uint8_t* src = t.data + ((s * ops::kStripRows + r) * blocks + b) * kBlockBytes;
-        std::memcpy(dst + scales_at + 2 * r, src, 2);
-        for (int j = 0; j < 32; ++j) {
-          dst[(j / 4) * ops::kStripRows * 4 + r * 4 + j % 4] =
-              static_cast<uint8_t>(static_cast<int8_t>(src[2 + j]) + 128);
+  // Strips are independent: one task per strip (threads share the shuffle of a big matrix).
+  ThreadPool::global().parallel_for(static_cast<size_t>(strips), [&](size_t first, size_t last) {
+    for (auto s = static_cast<int64_t>(first); s < static_cast<int64_t>(last); ++s) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        uint8_t* dst = out.data() + (s * blocks + b) * block_bytes;
+        std::memset(dst, 128, static_cast<size_t>(scales_at));
+        std::memset(dst + scales_at, 0, static_cast<size_t>(block_bytes - scales_at));
+        for (int64_t r = 0; r < ops::kStripRows && s * ops::kStripRows + r < rows; ++r) {
+          const uint8_t* src = t.data + ((s * ops::kStripRows + r) * blocks + b) * kBlockBytes;
+          std::memcpy(dst + scales_at + 2 * r, src, 2);
+          for (int j = 0; j < 32; ++j) {
+            dst[(j / 4) * ops::kStripRows * 4 + r * 4 + j % 4] =
+                static_cast<uint8_t>(static_cast<int8_t>(src[2 + j]) + 128);
+          }
         }
       }
     }
-  }
+  });
   return out;
 }
 

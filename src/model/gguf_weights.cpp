@@ -4,6 +4,7 @@
 #include <map>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "base/timer.h"
 #include "model/gguf_dequant.h"
 #include "model/gguf_repack.h"
@@ -165,7 +166,16 @@ TensorView view_of(const GgufTensor& t, const GgufFile& f, const std::string& na
   }
   const Timer timer;
   std::vector<float>& out = holder.copies.emplace_back(static_cast<size_t>(t.numel()));
-  gguf_dequantize(t.type, t.data, t.numel(), out.data());
+  // Rows are whole blocks: threads take ranges of rows.
+  const int64_t row = t.dims[0];
+  const uint64_t row_bytes = *ggml_row_bytes(t.type, row);
+  ThreadPool::global().parallel_for(
+      static_cast<size_t>(t.numel() / row),
+      [&](size_t begin, size_t end) {
+        gguf_dequantize(t.type, t.data + begin * row_bytes, static_cast<int64_t>(end - begin) * row,
+                        out.data() + static_cast<int64_t>(begin) * row);
+      },
+      static_cast<size_t>(std::max<int64_t>(1, (1 << 16) / row)));
   stats.dequantize_ms += timer.millis();
   ++stats.dequantized;
   stats.copied_bytes += static_cast<int64_t>(out.size() * 4);
