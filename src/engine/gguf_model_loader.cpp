@@ -112,9 +112,8 @@ std::unique_ptr<LoadedModel> load_gguf_model(const GgufPairPaths& paths,
   }();
   const double tokenizer_ms = timer.millis();
   GgufLoadStats stats;
-  const GgufRepack repack{stored_type(types.text) == ops::QuantType::kQ8Strips,
-                          stored_type(types.vision) == ops::QuantType::kQ8Strips};
-  WeightStore store = gguf_weight_store(pair, config, &stats, repack);
+  const GgufPacking packing{stored_type(types.text), stored_type(types.vision)};
+  WeightStore store = gguf_weight_store(pair, config, &stats, packing);
   auto m = std::make_unique<LoadedModel>(LoadedModel{paths.text,
                                                      config,
                                                      gguf_generation_config(pair->text),
@@ -133,9 +132,11 @@ std::unique_ptr<LoadedModel> load_gguf_model(const GgufPairPaths& paths,
   }
   QVL_LOG(kDebug) << "GGUF load: parse " << parse_ms << " ms, tokenizer " << tokenizer_ms - parse_ms
                   << " ms, tensors " << store_ms - tokenizer_ms << " ms (" << stats.in_place
-                  << " in place, " << stats.repacked << " Q8_0 repacked as q8, "
-                  << stats.dequantized << " dequantized to fp32, in " << stats.dequantize_ms
-                  << " ms), packing " << timer.millis() - store_ms << " ms";
+                  << " in place, " << stats.repacked << " Q8_0 repacked as q8, " << stats.packed
+                  << " dequantized into " << ops::quant_type_name(packing.text) << "/"
+                  << ops::quant_type_name(packing.vision) << ", " << stats.dequantized
+                  << " dequantized to fp32, in " << stats.dequantize_ms << " ms), packing "
+                  << timer.millis() - store_ms << " ms";
   QVL_LOG(kInfo) << "loaded GGUF " << paths.text << " + " << paths.mmproj << " ("
                  << m->store.total_bytes() / (1 << 20) << " MiB of weights, " << quant
                  << ", vision " << ops::quant_type_name(types.vision) << ") in "

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
+#include "model/gguf_dequant.h"
 #include "ops/packed_matrix.h"
 
 namespace qvl {
@@ -71,6 +73,26 @@ std::optional<AlignedBuffer<uint8_t>> repack_q8_0_as_strips(const GgufTensor& t)
       }
     }
   });
+  return out;
+}
+
+AlignedBuffer<uint8_t> pack_gguf_matrix(const GgufTensor& t, ops::QuantType type) {
+  const int64_t cols = t.dims.at(0), rows = t.numel() / cols;
+  const uint64_t row_bytes = *ggml_row_bytes(t.type, cols);
+  AlignedBuffer<uint8_t> out(ops::packed_size_bytes(type, rows, cols));
+  // Groups (4 rows) and strips (32 rows) follow each other in row order, so chunks of whole
+  // strips pack on their own into consecutive parts of the bytes.
+  const int64_t chunk_rows = std::max<int64_t>(ops::kStripRows, (1 << 20) / cols / 32 * 32);
+  std::vector<float> values(static_cast<size_t>(std::min(chunk_rows, rows) * cols));
+  size_t offset = 0;
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+    const int64_t n = std::min(chunk_rows, rows - r0);
+    gguf_dequantize(t.type, t.data + r0 * row_bytes, n * cols, values.data());
+    const ops::PackedMatrix m =
+        ops::PackedMatrix::pack({ops::WeightType::kF32, values.data(), n, cols}, type);
+    std::memcpy(out.data() + offset, m.bytes(), m.size_bytes());
+    offset += m.size_bytes();
+  }
   return out;
 }
 

@@ -11,6 +11,7 @@
 
 #include "base/aligned_buffer.h"
 #include "model/gguf_file.h"
+#include "ops/packed_matrix.h"
 
 namespace qvl {
 
@@ -18,5 +19,10 @@ namespace qvl {
 // exactly representable (a nonzero block whose largest |q| is not 127, e.g. from another
 // quantizer, or q = -128): such a tensor is dequantized instead.
 std::optional<AlignedBuffer<uint8_t>> repack_q8_0_as_strips(const GgufTensor& t);
+
+// A 2-D tensor of any type gguf_dequantize reads, packed into a packed type (`type` as
+// ops::PackedMatrix::pack makes it from the dequantized values, so q8/q4 round again) through
+// fp32 chunks of a few MB: no fp32 copy of the matrix. cols must be a multiple of 32.
+AlignedBuffer<uint8_t> pack_gguf_matrix(const GgufTensor& t, ops::QuantType type);
 
 }  // namespace qvl

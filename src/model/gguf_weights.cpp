@@ -103,24 +103,25 @@ struct Holder {
   std::vector<AlignedBuffer<uint8_t>> packed;
 };
 
-// The matrices the kernels run in the model's weight type (see load_text_weights and
-// load_vision_weights): decoder projections, vision blocks' and mergers' linears.
-bool wants_q8(const std::string& hf, const GgufRepack& repack) {
+// The type the model runs a matrix in (see load_text_weights and load_vision_weights): decoder
+// projections, vision blocks' and mergers' linears; kExact for everything else.
+ops::QuantType packing_of(const std::string& hf, const GgufPacking& packing) {
   const auto ends_with = [&](const std::string& tail) {
     return hf.size() >= tail.size() && hf.compare(hf.size() - tail.size(), tail.size(), tail) == 0;
   };
-  if (hf.rfind("model.language_model.layers.", 0) == 0) {
-    return repack.text_q8 && ends_with("_proj.weight");
+  if (hf.rfind("model.language_model.layers.", 0) == 0 && ends_with("_proj.weight")) {
+    return packing.text;
   }
-  if (hf.rfind("model.visual.", 0) == 0 && ends_with(".weight")) {
-    return repack.vision_q8 &&
-           (hf.find(".attn.") != std::string::npos || hf.find(".linear_fc") != std::string::npos);
+  if (hf.rfind("model.visual.", 0) == 0 && ends_with(".weight") &&
+      (hf.find(".attn.") != std::string::npos || hf.find(".linear_fc") != std::string::npos)) {
+    return packing.vision;
   }
-  return false;
+  return ops::QuantType::kExact;
 }
 
 struct PackedDeclaration {
   std::string name;
+  ops::QuantType type;
   int64_t rows, cols;
 };
 
@@ -129,26 +130,37 @@ std::string where(const GgufTensor& t, const GgufFile& f) {
 }
 
 TensorView view_of(const GgufTensor& t, const GgufFile& f, const std::string& name, Holder& holder,
-                   GgufLoadStats& stats, const GgufRepack& repack,
+                   GgufLoadStats& stats, const GgufPacking& packing,
                    std::vector<PackedDeclaration>& declarations) {
   TensorView v;
   v.name = name;
   v.file = f.path();
   v.shape = t.torch_shape();
-  if (t.type == GgmlType::kQ8_0 && wants_q8(name, repack)) {
+  const bool plain =
+      t.type == GgmlType::kF32 || t.type == GgmlType::kF16 || t.type == GgmlType::kBF16;
+  const ops::QuantType target = packing_of(name, packing);
+  // As packed_weight will ask: packed types need whole blocks of 32 columns.
+  if (!plain && target != ops::QuantType::kExact && t.dims.size() == 2 &&
+      t.dims[0] % ops::kBlockCols == 0 && gguf_can_dequantize(t.type)) {
     const Timer timer;
-    if (auto bytes = repack_q8_0_as_strips(t)) {
-      AlignedBuffer<uint8_t>& b = holder.packed.emplace_back(std::move(*bytes));
-      stats.dequantize_ms += timer.millis();
-      ++stats.repacked;
-      stats.copied_bytes += static_cast<int64_t>(b.size());
-      declarations.push_back({name, v.shape[0], v.shape[1]});
-      v.dtype = DType::kU8;
-      v.shape = {static_cast<int64_t>(b.size())};
-      v.data = b.data();
-      v.nbytes = b.size();
-      return v;
+    std::optional<AlignedBuffer<uint8_t>> bytes;
+    if (t.type == GgmlType::kQ8_0 && target == ops::QuantType::kQ8Strips) {
+      bytes = repack_q8_0_as_strips(t);
+      if (bytes) ++stats.repacked;
     }
+    if (!bytes) {
+      bytes = pack_gguf_matrix(t, target);
+      ++stats.packed;
+    }
+    AlignedBuffer<uint8_t>& b = holder.packed.emplace_back(std::move(*bytes));
+    stats.dequantize_ms += timer.millis();
+    stats.copied_bytes += static_cast<int64_t>(b.size());
+    declarations.push_back({name, target, v.shape[0], v.shape[1]});
+    v.dtype = DType::kU8;
+    v.shape = {static_cast<int64_t>(b.size())};
+    v.data = b.data();
+    v.nbytes = b.size();
+    return v;
   }
   if (t.type == GgmlType::kF32 || t.type == GgmlType::kF16 || t.type == GgmlType::kBF16) {
     v.dtype = t.type == GgmlType::kF32   ? DType::kF32
@@ -228,7 +240,7 @@ std::string hf_tensor_name(const std::string& gguf_name, bool vision,
 }
 
 WeightStore gguf_weight_store(std::shared_ptr<const GgufPair> pair, const ModelConfig& config,
-                              GgufLoadStats* stats_out, const GgufRepack& repack) {
+                              GgufLoadStats* stats_out, const GgufPacking& packing) {
   auto holder = std::make_shared<Holder>();
   holder->pair = pair;
   GgufLoadStats stats;
@@ -244,7 +256,7 @@ WeightStore gguf_weight_store(std::shared_ptr<const GgufPair> pair, const ModelC
         ++stats.ignored;
         continue;
       }
-      views.push_back(view_of(t, f, name, *holder, stats, repack, declarations));
+      views.push_back(view_of(t, f, name, *holder, stats, packing, declarations));
     }
   }
   views.push_back(patch_embedding(pair->vision, *holder, stats));
@@ -252,7 +264,7 @@ WeightStore gguf_weight_store(std::shared_ptr<const GgufPair> pair, const ModelC
   WeightStore store = WeightStore::from_views(std::move(views), holder,
                                               pair->text.path() + " + " + pair->vision.path());
   for (const PackedDeclaration& d : declarations) {
-    store.declare_packed(d.name, ops::QuantType::kQ8Strips, d.rows, d.cols);
+    store.declare_packed(d.name, d.type, d.rows, d.cols);
   }
   return store;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <tuple>
 
 #include "base/error.h"
 #include "gguf_test_writer.h"
@@ -261,7 +262,8 @@ TEST(GgufModel, Q8RepackEqualsPackingTheDequantizedWeights) {
   // The loader's store declares them pre-packed when the model runs in q8.
   const ModelConfig config = gguf_model_config(pair->text, pair->vision);
   GgufLoadStats stats;
-  const WeightStore store = gguf_weight_store(pair, config, &stats, {true, true});
+  const WeightStore store = gguf_weight_store(
+      pair, config, &stats, {ops::QuantType::kQ8Strips, ops::QuantType::kQ8Strips});
   const PackedTensor* p = store.packed("model.language_model.layers.0.mlp.down_proj.weight");
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->type, ops::QuantType::kQ8Strips);
@@ -270,6 +272,39 @@ TEST(GgufModel, Q8RepackEqualsPackingTheDequantizedWeights) {
   EXPECT_NE(store.packed("model.visual.blocks.1.attn.qkv.weight"), nullptr);
   EXPECT_EQ(store.packed("model.language_model.embed_tokens.weight"), nullptr);  // looked up
   EXPECT_EQ(stats.repacked, 4 * 7 + 4 * 4 + 2 + 3 * 2);
+}
+
+// Other quantized matrices the model runs packed are packed from their dequantized values chunk
+// by chunk: the same bytes as packing the whole fp32 matrix, and no fp32 copy in the store.
+TEST(GgufModel, QuantizedMatricesArePackedWithoutAnFp32Copy) {
+  const auto pair = write_pair(GgmlType::kQ4_0, "pack_q4");
+  const ModelConfig config = gguf_model_config(pair->text, pair->vision);
+  GgufLoadStats stats;
+  const WeightStore store =
+      gguf_weight_store(pair, config, &stats, {ops::QuantType::kQ4Strips, ops::QuantType::kBF16});
+  for (const auto& [gguf_name, hf, type] :
+       std::vector<std::tuple<std::string, std::string, ops::QuantType>>{
+           {"blk.3.ffn_gate.weight", "model.language_model.layers.3.mlp.gate_proj.weight",
+            ops::QuantType::kQ4Strips},
+           {"v.blk.2.ffn_up.weight", "model.visual.blocks.2.mlp.linear_fc1.weight",
+            ops::QuantType::kBF16}}) {
+    SCOPED_TRACE(hf);
+    const GgufFile& f = gguf_name[0] == 'v' ? pair->vision : pair->text;
+    const GgufTensor& t = f.tensor(gguf_name);
+    ASSERT_EQ(t.type, GgmlType::kQ4_0);
+    std::vector<float> values(static_cast<size_t>(t.numel()));
+    gguf_dequantize(t.type, t.data, t.numel(), values.data());
+    const ops::PackedMatrix want =
+        ops::PackedMatrix::pack({ops::WeightType::kF32, values.data(), t.dims[1], t.dims[0]}, type);
+    const PackedTensor* p = store.packed(hf);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->type, type);
+    ASSERT_EQ(p->bytes->nbytes, want.size_bytes());
+    EXPECT_EQ(std::memcmp(p->bytes->data, want.bytes(), want.size_bytes()), 0);
+    EXPECT_FALSE(store.has(hf));  // no fp32 view of it
+  }
+  EXPECT_EQ(stats.repacked, 0);
+  EXPECT_EQ(stats.packed, 4 * 7 + 4 * 4 + 2 + 3 * 2);
 }
 
 // Blocks qvl's symmetric q8 cannot hold as they are stay on the dequantized path.
