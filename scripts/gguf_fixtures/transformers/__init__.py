@@ -9,6 +9,7 @@ pre-tokenizer fingerprint is computed from real token ids.
 import json
 import os
 import subprocess
+import tempfile
 
 
 class AutoConfig:
@@ -59,15 +60,14 @@ class _Tokenizer:
         for i, t in self.added_tokens_decoder.items():
             if t.content == text:
                 return [i]
-        here = os.path.dirname(os.path.abspath(__file__))
         script = os.environ["QVL_REFERENCE_ENCODE"]
-        src = os.path.join(here, "..", "encode_in.txt")
-        dst = os.path.join(here, "..", "encode_out.txt")
-        with open(src, "w") as f:
-            f.write(text.encode("utf-8").hex() + "\n")
-        subprocess.run(["node", script, src, dst], check=True)
-        with open(dst) as f:
-            line = f.read().strip()
+        with tempfile.TemporaryDirectory() as tmp:
+            src, dst = os.path.join(tmp, "in.txt"), os.path.join(tmp, "out.txt")
+            with open(src, "w") as f:
+                f.write(text.encode("utf-8").hex() + "\n")
+            subprocess.run(["node", script, src, dst], check=True)
+            with open(dst) as f:
+                line = f.read().strip()
         return [int(x) for x in line.split()] if line else []
 
     def decode(self, ids, **kwargs):
