@@ -8,7 +8,10 @@
 #
 # Usage: scripts/make_gguf_fixtures.sh [model-folder] [out-folder] [cache-folder]
 #   defaults: ../shared/testdata/qwen3vl-tiny-a, build/gguf-fixtures, build/gguf-tools
-# Writes <out>/{f16,bf16,q8_0}/{model,mmproj}.gguf and <out>/llama.cpp-version.
+# Writes <out>/{f16,bf16,q8_0}/{model,mmproj}.gguf, <out>/q4_k_m/{model,mmproj}.gguf (the F16
+# model through llama.cpp's llama-quantize, built once in the cache; rows narrower than 256 get
+# its fallback types; the mmproj stays F16 as in Qwen's releases) and <out>/llama.cpp-version.
+# QVL_GGUF_NO_QUANTIZE=1 skips the llama-quantize build and the q4_k_m pair.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
@@ -57,6 +60,19 @@ for type in f16 bf16 q8_0; do
   convert "$type" "$OUT/$type/model.gguf"
   convert "$type" "$OUT/$type/mmproj.gguf" --mmproj
 done
+if [ "${QVL_GGUF_NO_QUANTIZE:-0}" != 1 ]; then
+  if [ ! -x "$SRC/build/bin/llama-quantize" ]; then
+    cmake -S "$SRC" -B "$SRC/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
+      -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+      -DGGML_OPENMP=OFF >"$CACHE/llama-quantize-build.log" 2>&1
+    cmake --build "$SRC/build" --target llama-quantize >>"$CACHE/llama-quantize-build.log" 2>&1 ||
+      { tail -20 "$CACHE/llama-quantize-build.log" >&2; exit 1; }
+  fi
+  mkdir -p "$OUT/q4_k_m"
+  "$SRC/build/bin/llama-quantize" "$OUT/f16/model.gguf" "$OUT/q4_k_m/model.gguf" Q4_K_M \
+    >"$OUT/q4_k_m/model.gguf.log" 2>&1 || { tail -20 "$OUT/q4_k_m/model.gguf.log" >&2; exit 1; }
+  cp "$OUT/f16/mmproj.gguf" "$OUT/q4_k_m/mmproj.gguf"
+fi
 git -C "$SRC" log -1 --format='llama.cpp %H (from node-llama-cpp '"$NODE_LLAMA_CPP_VERSION"')' \
   >"$OUT/llama.cpp-version"
 cat "$SRC/../package/llama/llama.cpp.info.json" >>"$OUT/llama.cpp-version" 2>/dev/null || true
