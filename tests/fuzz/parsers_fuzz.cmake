@@ -21,6 +21,7 @@ qvl_fuzz_target(packed_file packed_file_fuzz.cpp qvl_model)
 qvl_fuzz_target(tokenizer tokenizer_fuzz.cpp qvl_tokenizer)
 qvl_fuzz_target(chat_messages chat_messages_fuzz.cpp qvl_tokenizer)
 qvl_fuzz_target(json_schema json_schema_fuzz.cpp qvl_grammar qvl_tokenizer)
+qvl_fuzz_target(gguf gguf_fuzz.cpp qvl_model)
 
 # Writes the seeds that are binary or depend on this build (tests/fuzz/run.sh runs it).
 add_executable(fuzz_seeds ${CMAKE_CURRENT_LIST_DIR}/fuzz_seeds.cpp)

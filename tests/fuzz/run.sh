@@ -23,7 +23,9 @@ for image in "$testdata"/qwen3vl-tiny-a/images/a_v_square_97x61.png \
 done
 
 failed=()
-for target in ${FUZZ_TARGETS:-decode http request safetensors packed_file tokenizer chat_messages json_schema}; do
+# Every tests/fuzz/<name>_fuzz.cpp is the target fuzz_<name>.
+all_targets=$(for source in "$here"/*_fuzz.cpp; do basename "$source" _fuzz.cpp; done)
+for target in ${FUZZ_TARGETS:-$all_targets}; do
   mkdir -p "$work/corpus/$target"
   start=$SECONDS
   if TMPDIR=$work/tmp ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
