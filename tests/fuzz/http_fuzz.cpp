@@ -9,6 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -89,21 +91,34 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) __builtin_trap();
+  // libFuzzer's -timeout watchdog is a SIGALRM: any call here may return EINTR, which is no
+  // verdict about the server, so each is retried (connect then completes by itself).
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 && errno != EINTR) {
+    __builtin_trap();
+  }
   size_t sent = 0;
   while (sent < size) {
     const ssize_t n = send(fd, data + sent, size - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the server closed early (a refusal): fine
     sent += static_cast<size_t>(n);
   }
   shutdown(fd, SHUT_WR);
   std::string answer;
   char buffer[4096];
+  // The server must end the connection on its own once the client is done sending.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) __builtin_trap();
     pollfd entry{fd, POLLIN, 0};
-    // The server must end the connection on its own once the client is done sending.
-    if (poll(&entry, 1, 5000) <= 0) __builtin_trap();
+    const int ready = poll(&entry, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) __builtin_trap();
+    if (ready == 0) continue;  // the deadline check above decides
     const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     if (answer.size() < (1u << 20)) answer.append(buffer, static_cast<size_t>(n));
   }
