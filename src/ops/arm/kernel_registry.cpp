@@ -1,7 +1,9 @@
-// The aarch64 kernels of each level for the generic drivers (see ops/isa.h): NEON elementwise
-// kernels, attention (flash task and decode spans), half conversions and the x quantizer at every
-// level; the int8 GEMM's stored-strip tiles with SDOT (kNeonDotprod) or USMMLA (kNeonI8mm). Null where a level has none yet (the
-// scalar oracles run). Compiled for the ARMv8.0 baseline: it only names kernels, it runs none.
+// The aarch64 kernels of each level for the generic drivers (see ops/isa.h). At every level, in
+// baseline NEON: elementwise kernels, attention (flash task and decode spans), half conversions,
+// the x quantizer, the fp32 blocked GEMM (bf16 and q8/q4 group weights) and the GEMV /
+// small-batch run kernels (bf16, q8, q4 groups); the int8 GEMM's stored-strip tiles with SDOT
+// (kNeonDotprod) or USMMLA (kNeonI8mm). Null where a level has none yet (the scalar oracles run).
+// Compiled for the ARMv8.0 baseline: it only names kernels, it runs none.
 #include <optional>
 
 #include "base/error.h"
@@ -9,6 +11,7 @@
 #include "ops/arm/elementwise_neon.h"
 #include "ops/arm/half_convert_neon.h"
 #include "ops/arm/int8_gemm_neon.h"
+#include "ops/arm/packed_gemm_neon.h"
 #include "ops/attention_kernels.h"
 #include "ops/elementwise_kernels.h"
 #include "ops/half_convert.h"
@@ -34,11 +37,15 @@ bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
 
 namespace kernels {
 
-const RunKernels* run_kernels_for(IsaLevel) {
-  return nullptr;
+const RunKernels* run_kernels_for(IsaLevel isa) {
+  static const RunKernels neon{bf16_run_neon, Bf16RunX::kF32, q8_run_neon, q4_run_neon,
+                               quantize_row_neon};
+  return is_arm_level(isa) ? &neon : nullptr;
 }
-const GemmKernels* gemm_kernels_for(IsaLevel, QuantType) {
-  return nullptr;
+const GemmKernels* gemm_kernels_for(IsaLevel isa, QuantType type) {
+  // Stored strips always take the int8 GEMM (int8_kernel_for); exact weights never come here.
+  const bool groups = type == QuantType::kBF16 || type == QuantType::kQ8 || type == QuantType::kQ4;
+  return is_arm_level(isa) && groups ? &kGemmF32Neon : nullptr;
 }
 const HalfConvertKernels* half_convert_kernels_for(IsaLevel isa) {
   static const HalfConvertKernels neon{f32_to_f16_neon, f16_to_f32_neon};
