@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates docs/arm-mca.md: llvm-mca figures of qvl's aarch64 inner loops (int8 GEMM tiles,
-# decode GEMV, attention, elementwise) on Neoverse-N1 (= Cortex-A76), N2, V1, V2 and Apple core
-# models, beside the inner loops of llama.cpp's ggml-cpu ARM kernels for the same jobs. Static
-# analysis without ARM hardware: each source file is compiled to assembly with Debian's
-# aarch64-linux-gnu-g++ as the build compiles it, the loop is found in the assembly (by function
-# name and control flow, scripts/arm_mca_loops.py) and timed by llvm-mca-19.
+# decode GEMV, the fp32 GEMM tile and bf16 GEMV, attention, elementwise) on Neoverse-N1
+# (= Cortex-A76), N2, V1, V2 and Apple core models, beside the inner loops of llama.cpp's
+# ggml-cpu ARM kernels for the same jobs. Static analysis without ARM hardware: each source file
+# is compiled to assembly with Debian's aarch64-linux-gnu-g++ as the build compiles it, the loop
+# is found in the assembly (by function name and control flow, scripts/arm_mca_loops.py) and
+# timed by llvm-mca-19.
 #
 # Usage: scripts/arm_mca.sh [--llama-src DIR | --no-llama] [--out FILE] [--work DIR] [--dump DIR]
 #   --llama-src DIR  a llama.cpp source tree (default: $LLAMA_CPP_SRC, else the llama.cpp that the
@@ -28,7 +29,7 @@
 # Installs what is missing first (Debian packages, idempotent, like scripts/test_cross.sh):
 # g++-aarch64-linux-gnu, gcc-aarch64-linux-gnu (cross compilers, GCC 12 on bookworm), llvm-19
 # (llvm-mca-19, llvm-mc-19: bookworm's main archive), python3, git; npm for the llama.cpp source.
-# Runs in about a minute and a half on 2 cores (10 small compiles, ~250 llvm-mca runs); the same
+# Runs in about a minute and a half on 2 cores (14 small compiles, ~250 llvm-mca runs); the same
 # sources, compiler and LLVM give the same report.
 set -euo pipefail
 cd "$(dirname "$0")/.."

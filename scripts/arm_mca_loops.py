@@ -63,6 +63,17 @@ OURS = [
          funcs=[r"dotprod_tile<1, .*Stored\)1>", r"int8_tile_q4s_neon_dotprod"], key="int8", pick="min",
          prefetch=True, work="int8", peak="sdot", weight_bytes=0.5,
          peers=["gemv-q4_0-4x4", "gemv-q4_0-4x8", "vec-dot-q4_0"]),
+    # bf16 weights (the vision tower's default type): the fp32 blocked GEMM's 6 x 16 tile (weights
+    # dequantized to fp32 strips when packed) and the bf16 GEMV / small-batch run kernels.
+    dict(id="fgemm-tile", group="fgemm", name="FMLA 6 x 16 fp32 tile (bf16 GEMM)", file="src/ops/arm/packed_gemm_neon.cpp",
+         funcs=[r"::tile\(void const\*"], key="fmla_elem", pick="max", prefetch=True,
+         work="fmla_elem", peak="fmla"),
+    dict(id="gemv-bf16", group="fgemm", name="bf16 GEMV, m = 1 (4 groups)", file="src/ops/arm/packed_gemv_neon.cpp",
+         funcs=[r"bf16_rows<4, 1>"], key="fma_vec", pick="max", prefetch=True, work="fma_vec",
+         peak="fmla_vec"),
+    dict(id="batch-bf16", group="fgemm", name="bf16 small batch (1 group x 4 x rows)", file="src/ops/arm/packed_gemv_neon.cpp",
+         funcs=[r"bf16_rows<1, 4>"], key="fma_vec", pick="max", prefetch=True, work="fma_vec",
+         peak="fmla_vec"),
     # Attention: the flash task's products (FMLA by element; QK^T comes first in the code, PV last).
     dict(id="flash-qk", group="attn", name="flash task QK^T", file="src/ops/arm/attention_neon.cpp",
          funcs=[r"qk_tile\(", r"task_neon\("], key="fmla_elem", pick="max-first", prefetch=True,
@@ -895,6 +906,20 @@ def write_report(a, results, peaks, qvl_cmds, llama_cmds):
                 if extra:
                     line += " " + extra(spec, sp, res) + " |"
                 w(line)
+
+    w("## bf16 weights: fp32 GEMM tile and bf16 GEMV")
+    w("")
+    w("The blocked GEMM's register tile (`tile`, packed_gemm_neon.cpp: 6 x rows by 16 weight rows, "
+      "24 accumulators, FMLA by element; one iteration is one k step, unrolled twice by the "
+      "compiler), and the bf16 run kernels (packed_gemv_neon.cpp: USHLL #16 widens 4 bf16 to "
+      "fp32, vector FMLA with 4 columns of x; one iteration is 4 columns, the weights' prefetch "
+      "sits in the loop over blocks around it). Work = FMAs. No llama.cpp peer measured (its "
+      "bf16 and fp32 CPU paths are other designs: bf16 dot products or llamafile's sgemm).")
+    w("")
+    w(hdr)
+    w(sep)
+    simple_rows([s for s in OURS if s["group"] == "fgemm"])
+    w("")
 
     w("## Attention")
     w("")
