@@ -11,6 +11,7 @@
 #include "ops/arm/elementwise_neon.h"
 #include "ops/arm/half_convert_neon.h"
 #include "ops/arm/int8_gemm_neon.h"
+#include "ops/arm/machine_probe_neon.h"
 #include "ops/arm/packed_gemm_neon.h"
 #include "ops/attention_kernels.h"
 #include "ops/elementwise_kernels.h"
@@ -110,8 +111,19 @@ const AttentionKernels* attention_kernels_for(IsaLevel isa) {
 }  // namespace attention_kernels
 
 namespace probe_kernels {
-const ProbeKernels* probe_kernels_for(IsaLevel) {
-  return nullptr;
+const ProbeKernels* probe_kernels_for(IsaLevel isa) {
+  static const ProbeKernels neon{
+      fma_loop_neon,      kFmaNeonPerIter,  "fmla v.4s",           nullptr,      0, "",
+      int8_dot_loop_neon, kInt8NeonPerIter, "smull+smlal2+sadalp", read_sum_neon};
+  static const ProbeKernels dotprod{
+      fma_loop_neon,         kFmaNeonPerIter,     "fmla v.4s", nullptr,      0, "",
+      int8_dot_loop_dotprod, kInt8DotprodPerIter, "sdot",      read_sum_neon};
+  static const ProbeKernels i8mm{
+      fma_loop_neon,      kFmaNeonPerIter,  "fmla v.4s", nullptr,      0, "",
+      int8_dot_loop_i8mm, kInt8I8mmPerIter, "usmmla",    read_sum_neon};
+  if (isa == IsaLevel::kNeonI8mm) return &i8mm;
+  if (isa == IsaLevel::kNeonDotprod) return &dotprod;
+  return isa == IsaLevel::kNeon ? &neon : nullptr;
 }
 }  // namespace probe_kernels
 
