@@ -41,9 +41,8 @@ TEST(VisionEncoder, RowChunksGiveTheBitsOfOneProduct) {
   for (const WeightTypes& types :
        {weight_types_for("exact"), weight_types_for("q8"), weight_types_for("q4", "", "q8")}) {
     const VisionWeights w = load_vision_weights(c, store, types);
-    for (ops::IsaLevel isa :
-         {ops::IsaLevel::kScalar, ops::IsaLevel::kAvx2, ops::IsaLevel::kAvx512}) {
-      if (static_cast<int>(isa) > static_cast<int>(ops::best_isa())) continue;
+    for (ops::IsaLevel isa : ops::arch_isa_levels()) {
+      if (!ops::cpu_runs_isa(isa)) continue;
       IsaScope scope(isa);
       const VisionOutput whole = VisionEncoder(c, w, n).encode(pixels.data(), gh, gw);
       // Patches: 2 chunks of 128, 4 of 64, 13 of 19-20, 16 of 16 (the smallest allowed), and a

@@ -61,8 +61,8 @@ VisionOutput encode(const VisionConfig& c, const VisionWeights& w, uint32_t seed
 
 std::vector<ops::IsaLevel> isas() {
   std::vector<ops::IsaLevel> levels;
-  for (ops::IsaLevel l : {ops::IsaLevel::kScalar, ops::IsaLevel::kAvx2, ops::IsaLevel::kAvx512}) {
-    if (static_cast<int>(l) <= static_cast<int>(ops::best_isa())) levels.push_back(l);
+  for (ops::IsaLevel l : ops::arch_isa_levels()) {
+    if (ops::cpu_runs_isa(l)) levels.push_back(l);
   }
   return levels;
 }
