@@ -6,9 +6,11 @@ cd "$(dirname "$0")/.."
 BUILD_DIR="${QVL_BUILD_DIR:-build}"
 scripts/setup.sh "$BUILD_DIR"
 ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 900 -j "$(nproc)" "$@"
-# The aarch64 kernels at every ARM level, cross-built and run under qemu (scripts/test_cross.sh;
-# its README section says what runs where). Not when ctest arguments narrow the run, nor with
-# QVL_CROSS=0.
+# qvl on aarch64, cross-built and run under qemu (scripts/test_cross.sh says what runs under
+# which CPU model): the kernels at every ARM level, the tokenizer, image and model layers, the
+# parity and quality tests, and qvl run/serve/--isa. Not when ctest arguments narrow the run, nor
+# with QVL_CROSS=0.
 if [ $# -eq 0 ] && [ "${QVL_CROSS:-1}" != 0 ]; then
-  QVL_CROSS_TARGETS="${QVL_CROSS_TARGETS:-test_ops}" scripts/test_cross.sh aarch64
+  QVL_CROSS_TARGETS="${QVL_CROSS_TARGETS:-test_ops test_tokenizer test_image test_model test_parity qvl}" \
+    scripts/test_cross.sh aarch64
 fi
