@@ -25,41 +25,12 @@ Engine& engine() {
   return *e;
 }
 
-GenerationRequest request_for(const GoldenCase& c) {
-  GenerationRequest req;
-  const auto& images = c.manifest["images"];
-  size_t next_image = 0;
-  for (const auto& m : c.manifest["messages"]) {
-    Message msg;
-    msg.role = m["role"].get<std::string>();
-    if (m["content"].is_string()) {
-      msg.parts.push_back({ContentPart::Kind::kText, m["content"].get<std::string>(), -1});
-    } else {
-      msg.content_is_string = false;
-      for (const auto& part : m["content"]) {
-        if (part["type"] == "image") {
-          const MappedFile f(golden_dir() + "/" + images.at(next_image)["file"].get<std::string>());
-          req.images.push_back({std::vector<uint8_t>(f.data(), f.data() + f.size()), 0, 0});
-          msg.parts.push_back({ContentPart::Kind::kImage, "", static_cast<int>(next_image++)});
-        } else {
-          msg.parts.push_back({ContentPart::Kind::kText, part["text"].get<std::string>(), -1});
-        }
-      }
-    }
-    req.messages.push_back(std::move(msg));
-  }
-  req.sampling.temperature = 0;
-  req.sampling.max_tokens = 16;
-  req.sampling.ignore_eos = true;
-  return req;
-}
-
 void check_prompt_ids_and_greedy_tokens(const std::string& case_name) {
   GoldenCase c;
   for (auto& g : load_golden_cases())
     if (g.name == case_name) c = g;
   ASSERT_FALSE(c.name.empty());
-  const GenerationResult r = engine().generate(request_for(c));
+  const GenerationResult r = engine().generate(greedy_request(c));
   EXPECT_EQ(r.prompt_ids, c.i64("input_ids"));
   const auto want = c.i64("gen.tokens");
   const auto margins = c.f32("gen.step_margin");
@@ -81,8 +52,8 @@ void check_prefix_reuse_keeps_the_greedy_tokens(const std::string& case_name) {
   for (auto& g : load_golden_cases())
     if (g.name == case_name) c = g;
   ASSERT_FALSE(c.name.empty());
-  engine().generate(request_for(c));
-  const GenerationResult r = engine().generate(request_for(c));
+  engine().generate(greedy_request(c));
+  const GenerationResult r = engine().generate(greedy_request(c));
   EXPECT_EQ(r.stats.cached_tokens, r.stats.prompt_tokens - 1);
   EXPECT_EQ(r.prompt_ids, c.i64("input_ids"));
   const auto want = c.i64("gen.tokens");
@@ -109,7 +80,7 @@ TEST(EngineParityBatch, AllCasesTogetherKeepTheGreedyTokens) {
   std::vector<GenerationResult> results(cases.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < cases.size(); ++i) {
-    threads.emplace_back([&, i] { results[i] = batched->generate(request_for(cases[i])); });
+    threads.emplace_back([&, i] { results[i] = batched->generate(greedy_request(cases[i])); });
   }
   for (auto& t : threads) t.join();
   for (size_t i = 0; i < cases.size(); ++i) {

@@ -18,35 +18,6 @@
 namespace qvl::testing {
 namespace {
 
-GenerationRequest greedy_request(const GoldenCase& c) {
-  GenerationRequest req;
-  const auto& images = c.manifest["images"];
-  size_t next_image = 0;
-  for (const auto& m : c.manifest["messages"]) {
-    Message msg;
-    msg.role = m["role"].get<std::string>();
-    if (m["content"].is_string()) {
-      msg.parts.push_back({ContentPart::Kind::kText, m["content"].get<std::string>(), -1});
-    } else {
-      msg.content_is_string = false;
-      for (const auto& part : m["content"]) {
-        if (part["type"] == "image") {
-          const MappedFile f(golden_dir() + "/" + images.at(next_image)["file"].get<std::string>());
-          req.images.push_back({std::vector<uint8_t>(f.data(), f.data() + f.size()), 0, 0});
-          msg.parts.push_back({ContentPart::Kind::kImage, "", static_cast<int>(next_image++)});
-        } else {
-          msg.parts.push_back({ContentPart::Kind::kText, part["text"].get<std::string>(), -1});
-        }
-      }
-    }
-    req.messages.push_back(std::move(msg));
-  }
-  req.sampling.temperature = 0;
-  req.sampling.max_tokens = 16;
-  req.sampling.ignore_eos = true;
-  return req;
-}
-
 // Writes the golden model as a GGUF pair of `type` into a folder of its own; returns the folder.
 std::string gguf_folder(GgmlType type) {
   const std::string dir = ::testing::TempDir() + "/qvl_gguf_parity_" + ggml_type_name(type);

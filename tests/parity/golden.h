@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/safetensors.h"
+#include "qvl/engine.h"
 
 namespace qvl::testing {
 
@@ -35,5 +36,9 @@ double max_abs_diff(const float* a, const float* b, size_t n);
 // (so QVL_GOLDEN_DIR set then is honoured whatever folder the tests were listed from), each under
 // a SCOPED_TRACE with its name. A folder whose manifest yields no case fails the test.
 void for_each_golden_case(const std::function<void(const std::string&)>& check);
+
+// The case's conversation (images read from the golden folder) as a greedy request for 16 tokens
+// past end-of-sequence: what the golden tokens were generated with.
+GenerationRequest greedy_request(const GoldenCase& c);
 
 }  // namespace qvl::testing
