@@ -120,6 +120,8 @@ const char* int8_gemm_kernel_name(Int8GemmKernel kernel) {
       return "avx512-vnni";
     case Int8GemmKernel::kAvxVnniEmulated:
       return "avx-vnni-emulated";
+    case Int8GemmKernel::kNeonSmull:
+      return "neon-smull";
     case Int8GemmKernel::kNeonDotprod:
       return "neon-dotprod";
     case Int8GemmKernel::kNeonI8mm:

@@ -23,7 +23,8 @@ namespace qvl::ops {
 // x keeps vpmaddubsw's int16 pairs from saturating, so 32 multiply-adds take 3 instructions instead
 // of kAvx2's 4, at twice the activation rounding. matmul uses it only where asked to
 // (ActivationPrecision::kFastest: the vision tower) on AVX2 without AVX-VNNI.
-// kNeonDotprod (ARMv8.2 SDOT) and kNeonI8mm (SMMLA/USMMLA) read stored strips in place on aarch64
+// kNeonSmull (ARMv8.0: SMULL/SMLAL + SADALP, every aarch64 CPU), kNeonDotprod (ARMv8.2 SDOT) and
+// kNeonI8mm (SMMLA/USMMLA) read stored strips in place on aarch64, with the same bits
 // (src/ops/arm/int8_gemm_neon.h).
 enum class Int8GemmKernel {
   kAvx2,
@@ -31,6 +32,7 @@ enum class Int8GemmKernel {
   kAvxVnni,
   kAvx512Vnni,
   kAvxVnniEmulated,
+  kNeonSmull,
   kNeonDotprod,
   kNeonI8mm
 };

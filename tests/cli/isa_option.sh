@@ -30,7 +30,7 @@ arch=$(node -e 'console.log(JSON.parse(process.argv[1]).arch)' "$auto")
 check "$(probe scalar)" scalar none scalar
 levels=(scalar)  # the levels this CPU runs, lowest first
 if [ "$arch" = aarch64 ]; then
-  declare -A kernel=([neon]=none [dotprod]=neon-dotprod [i8mm]=neon-i8mm)
+  declare -A kernel=([neon]=neon-smull [dotprod]=neon-dotprod [i8mm]=neon-i8mm)
   declare -A instruction=([neon]=smull+smlal2+sadalp [dotprod]=sdot [i8mm]=usmmla)
   expect_error "cannot run" "$QVL" --isa avx2 bench --probe-only
   above_best=$([ "$best" = scalar ] && echo 1 || echo 0)

@@ -232,7 +232,8 @@ INSTANTIATE_TEST_SUITE_P(AllKernels, Int8GemmKernels,
                          ::testing::Values(Int8GemmKernel::kAvx2, Int8GemmKernel::kAvxVnni,
                                            Int8GemmKernel::kAvx512Vnni,
                                            Int8GemmKernel::kAvxVnniEmulated,
-                                           Int8GemmKernel::kNeonDotprod, Int8GemmKernel::kNeonI8mm),
+                                           Int8GemmKernel::kNeonSmull, Int8GemmKernel::kNeonDotprod,
+                                           Int8GemmKernel::kNeonI8mm),
                          [](const ::testing::TestParamInfo<Int8GemmKernel>& info) {
                            std::string name = int8_gemm_kernel_name(info.param);
                            for (char& c : name) c = c == '-' ? '_' : c;

@@ -4,15 +4,23 @@
 // 32 fp16 scales), and the NEON x quantization.
 //
 // Every tile takes 16 rows of a strip (rows [16 * t.half, 16 * t.half + 16)) against up to
-// 8 x rows, four weight rows at a time: the tile's whole x block (32 bytes a row) stays in
-// registers and each weight vector, loaded and turned into operands once, meets all 8 x rows,
-// so its conversion (the q8 sign flip, the q4 nibble split) costs 1/8 of the multiplies. Four
-// rows at a time also leave room for that many x rows in the 32 vector registers. Every row gets
-// the same fp32 update per block,
+// 8 x rows (4 for SMULL), four weight rows at a time: the tile's whole x block (32 bytes a row)
+// stays in registers and each weight vector, loaded and turned into operands once, meets all its
+// x rows, so its conversion (the q8 sign flip, the q4 nibble split) costs 1/8 (1/4) of the
+// multiplies. Four rows at a time also leave room for that many x rows in the 32 vector
+// registers. Every row gets the same fp32 update per block,
 //   c[i][r] = fma(float(dot), w_scale[r] * x_scale[i], c[i][r])
 // (the exact int32 dot, then one rounding of the scale product and one of the fma), whatever the
-// tile's row count, the row's place in it, or the kernel (dotprod or i8mm): a row's bits depend
-// on neither the batch size nor on which of the two kernels ran it.
+// tile's row count, the row's place in it, or the kernel (smull, dotprod or i8mm): a row's bits
+// depend on neither the batch size nor on which of the three kernels ran it.
+//
+// SMULL (ARMv8.0, every aarch64 CPU: Cortex-A53/A55/A72, Raspberry Pi 3/4, A64FX): no byte dot
+// product into int32, so SMULL / SMULL2 multiply one 16-byte weight load (4 rows x one quad) by
+// the x row's quad broadcast (DUP of a 32-bit lane) into int16 (rows 0-1 / 2-3), SMLAL / SMLAL2
+// add a second quad's products, and SADALP widens the pairs into int32 (q8: two products of
+// |q| <= 128, |x| <= 127 fit in int16, three do not); q4 nibbles (<= 15) keep the whole block in
+// int16 and widen once. ADDP of the two int32 vectors gives the 4 rows' exact dots. Registers:
+// 8 x, 8 accumulators, weights, patterns, products; 8 x rows would not fit.
 //
 // Dotprod (ARMv8.2 SDOT; Cortex-A76, Neoverse-N1 and later): one 16-byte load is 4 rows x one
 // quad; SDOT by element multiplies it with one quad of an x row (x loaded 16 bytes = 4 quads at
@@ -29,7 +37,7 @@
 // less 128 * sum(x); q4 less 8 * sum(x). UZP1/UZP2 untangle the 2 x 2 tiles into 4 rows of one
 // x row before the fp32 update. Registers: 16 x operands, 8 accumulators, weights.
 //
-// Driver (Int8KernelInfo) for all four tiles: strip_rows kInt8NeonStripRows, x_rows as below,
+// Driver (Int8KernelInfo) for all six tiles: strip_rows kInt8NeonStripRows, x_rows as below,
 // Int8XLayout::kInt8, Int8PanelWeights::kBytes, depth kInt8Depth, reads_stored true.
 // Plain declarations only: each .cpp is compiled for its own -march (see packed_kernels.h).
 #pragma once
@@ -41,9 +49,13 @@
 namespace qvl::ops::kernels {
 
 inline constexpr int64_t kInt8NeonStripRows = 16;  // half t.half of a stored 32-row strip
+inline constexpr int64_t kInt8NeonSmullXRows = 4;
 inline constexpr int64_t kInt8NeonDotprodXRows = 8;
 inline constexpr int64_t kInt8NeonI8mmXRows = 8;
 
+// int8_gemm_neon_smull.cpp (baseline armv8-a): kQ8Strips, kQ4Strips; any m.
+void int8_tile_q8s_neon_smull(const Int8Tile& t);
+void int8_tile_q4s_neon_smull(const Int8Tile& t);
 // int8_gemm_neon_dotprod.cpp (-march=armv8.2-a+dotprod): kQ8Strips, kQ4Strips; any m.
 void int8_tile_q8s_neon_dotprod(const Int8Tile& t);
 void int8_tile_q4s_neon_dotprod(const Int8Tile& t);

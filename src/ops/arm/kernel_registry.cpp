@@ -1,8 +1,9 @@
 // The aarch64 kernels of each level for the generic drivers (see ops/isa.h). At every level, in
 // baseline NEON: elementwise kernels, attention (flash task and decode spans), half conversions,
 // the x quantizer, the fp32 blocked GEMM (bf16 and q8/q4 group weights) and the GEMV /
-// small-batch run kernels (bf16, q8, q4 groups); the int8 GEMM's stored-strip tiles with SDOT
-// (kNeonDotprod) or USMMLA (kNeonI8mm). Null where a level has none yet (the scalar oracles run).
+// small-batch run kernels (bf16, q8, q4 groups); the int8 GEMM's stored-strip tiles with
+// SMULL/SADALP (kNeonSmull), SDOT (kNeonDotprod) or USMMLA (kNeonI8mm), all with the same bits.
+// Null where a level has none yet (the scalar oracles run).
 // Compiled for the ARMv8.0 baseline: it only names kernels, it runs none.
 #include <optional>
 
@@ -31,6 +32,7 @@ bool is_arm_level(IsaLevel isa) {
 }  // namespace
 
 bool cpu_runs_int8_gemm_kernel(Int8GemmKernel kernel) {
+  if (kernel == Int8GemmKernel::kNeonSmull) return cpu_runs_isa(IsaLevel::kNeon);
   if (kernel == Int8GemmKernel::kNeonDotprod) return cpu_runs_isa(IsaLevel::kNeonDotprod);
   if (kernel == Int8GemmKernel::kNeonI8mm) return cpu_runs_isa(IsaLevel::kNeonI8mm);
   return false;
@@ -56,6 +58,15 @@ const HalfConvertKernels* half_convert_kernels_for(IsaLevel isa) {
 Int8KernelInfo int8_kernel_info(Int8GemmKernel kernel, QuantType type, int64_t m) {
   QVL_CHECK(int8_kernel_supports(kernel, type));
   const bool q4 = type == QuantType::kQ4Strips;
+  if (kernel == Int8GemmKernel::kNeonSmull) {
+    return {q4 ? int8_tile_q4s_neon_smull : int8_tile_q8s_neon_smull,
+            kInt8NeonStripRows,
+            kInt8NeonSmullXRows,
+            Int8XLayout::kInt8,
+            Int8PanelWeights::kBytes,
+            kInt8Depth,
+            true};
+  }
   // A lone x row would pair with zeros in USMMLA (half its multiplies wasted): the dotprod tile
   // takes it, with the same bits.
   const bool i8mm = kernel == Int8GemmKernel::kNeonI8mm && m >= 2;
@@ -72,13 +83,15 @@ Int8KernelInfo int8_kernel_info(Int8GemmKernel kernel, QuantType type, int64_t m
 bool int8_kernel_supports(Int8GemmKernel kernel, QuantType type) {
   // The ARM tiles read stored strips (what every q8/q4 model file holds); q8/q4 groups are
   // multiplied by the small-batch kernels.
-  return (kernel == Int8GemmKernel::kNeonDotprod || kernel == Int8GemmKernel::kNeonI8mm) &&
-         in_strips(type);
+  const bool arm = kernel == Int8GemmKernel::kNeonSmull || kernel == Int8GemmKernel::kNeonDotprod ||
+                   kernel == Int8GemmKernel::kNeonI8mm;
+  return arm && in_strips(type);
 }
 std::optional<Int8GemmKernel> int8_kernel_for(IsaLevel isa, QuantType type, ActivationPrecision) {
   if (!in_strips(type)) return std::nullopt;
   if (isa == IsaLevel::kNeonI8mm) return Int8GemmKernel::kNeonI8mm;
   if (isa == IsaLevel::kNeonDotprod) return Int8GemmKernel::kNeonDotprod;
+  if (isa == IsaLevel::kNeon) return Int8GemmKernel::kNeonSmull;
   return std::nullopt;
 }
 void quantize_row_to(const float* x, int64_t nb, int32_t qmax, int8_t* q, float* scale,

@@ -121,7 +121,8 @@ Int8KernelInfo int8_kernel_info(Int8GemmKernel kernel, QuantType type, int64_t m
 
 bool int8_kernel_supports(Int8GemmKernel kernel, QuantType type) {
   const bool int8_type = values_type(type) == QuantType::kQ8 || values_type(type) == QuantType::kQ4;
-  return int8_type && kernel != Int8GemmKernel::kNeonDotprod && kernel != Int8GemmKernel::kNeonI8mm;
+  return int8_type && kernel != Int8GemmKernel::kNeonSmull &&
+         kernel != Int8GemmKernel::kNeonDotprod && kernel != Int8GemmKernel::kNeonI8mm;
 }
 
 std::optional<Int8GemmKernel> int8_kernel_for(IsaLevel isa, QuantType /*type*/,

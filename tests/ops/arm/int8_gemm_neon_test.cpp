@@ -1,8 +1,9 @@
 // The NEON int8 GEMM tiles on stored q8/q4 strips, called directly (Int8Tile) on packed matrices
 // against int8_gemm_reference: every x-row tail of the tile, both halves of a strip, a partial
 // strip, chunked and whole depths, with and without prefetch; the same bits whatever the tile's
-// row count and for both kernels (batch invariance); and the NEON x quantization against the
-// scalar one bit for bit. Tiles the CPU lacks are skipped.
+// row count and for every kernel (batch invariance); the ARMv8.0 SMULL tile against the SDOT tile
+// bit for bit (every tail, extreme products); and the NEON x quantization against the scalar one
+// bit for bit. Tiles the CPU lacks are skipped.
 #include "ops/arm/int8_gemm_neon.h"
 
 #include <asm/hwcap.h>
@@ -15,9 +16,9 @@
 #include <cstring>
 #include <vector>
 
-#include "ops/isa_test_util.h"
 #include "ops/int8_gemm.h"
 #include "ops/int8_gemm_kernels.h"
+#include "ops/isa_test_util.h"
 #include "ops/packed_kernels.h"
 #include "ops/packed_matrix.h"
 
@@ -28,6 +29,9 @@ using kernels::Int8Tile;
 using kernels::Int8TileKernel;
 using testing::random_vector;
 
+bool has_neon() {
+  return true;  // every aarch64 CPU
+}
 bool has_dotprod() {
   return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
 }
@@ -41,6 +45,8 @@ struct NeonTile {
   int64_t x_rows;
   bool (*cpu_has)();
 };
+const NeonTile kSmull{"neon-smull", kernels::int8_tile_q8s_neon_smull,
+                      kernels::int8_tile_q4s_neon_smull, kernels::kInt8NeonSmullXRows, has_neon};
 const NeonTile kDotprod{"neon-dotprod", kernels::int8_tile_q8s_neon_dotprod,
                         kernels::int8_tile_q4s_neon_dotprod, kernels::kInt8NeonDotprodXRows,
                         has_dotprod};
@@ -161,7 +167,7 @@ TEST_P(Int8GemmNeon, RowsGetTheSameBitsAtEveryTileSizeAndOnEitherKernel) {
     for (int64_t x_rows = 2; x_rows <= tile.x_rows; ++x_rows) {
       others.push_back(run_tiles(f, x_rows, packed, qx, m, nb, 0));
     }
-    // The decode step (m == 1) runs the dotprod tile whichever kernel the batch takes.
+    // The dotprod tile's bits: it runs i8mm's decode steps (m == 1), and every ARM tile gives them.
     if (has_dotprod()) {
       others.push_back(run_tiles(type == QuantType::kQ8Strips ? kDotprod.q8s : kDotprod.q4s, 1,
                                  packed, qx, m, nb, 0));
@@ -176,10 +182,98 @@ TEST_P(Int8GemmNeon, RowsGetTheSameBitsAtEveryTileSizeAndOnEitherKernel) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiles, Int8GemmNeon, ::testing::Values(&kDotprod, &kI8mm),
+INSTANTIATE_TEST_SUITE_P(Tiles, Int8GemmNeon, ::testing::Values(&kSmull, &kDotprod, &kI8mm),
                          [](const ::testing::TestParamInfo<const NeonTile*>& info) {
+                           if (info.param == &kSmull) return std::string("Smull");
                            return std::string(info.param == &kDotprod ? "Dotprod" : "I8mm");
                          });
+
+// Weights of one magnitude with random signs, and x rows whose signs follow weight row i % n
+// (negated on odd rows): every x and weight at its largest |q|, and blocks whose products all
+// have one sign, the largest int16 pair sums (q8: 2 * 127 * 127) and dots the tiles can meet.
+void extreme_inputs(int64_t n, int64_t k, int64_t m, std::vector<float>& w, std::vector<float>& x) {
+  const auto signs = random_vector(static_cast<size_t>(n * k), 140, 1.0f);
+  w.resize(static_cast<size_t>(n * k));
+  x.resize(static_cast<size_t>(m * k));
+  for (size_t j = 0; j < w.size(); ++j) w[j] = signs[j] < 0 ? -0.05f : 0.05f;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < k; ++j) {
+      const float s = w[static_cast<size_t>((i % n) * k + j)] < 0 ? -1.0f : 1.0f;
+      x[static_cast<size_t>(i * k + j)] = i % 2 == 0 ? s : -s;
+    }
+  }
+}
+
+TEST(Int8GemmNeonSmull, GivesTheBitsOfTheDotprodTileOnEveryTail) {
+  // The same exact block dots and fp32 update: a row's bits do not depend on the ARM kernel.
+  if (!has_dotprod()) GTEST_SKIP() << "this CPU lacks dotprod: nothing to compare with";
+  struct Shape {
+    int64_t n, k, m;
+  };
+  // Partial strips and halves, a lone block, chunks with tails; m: every x-row tail of both.
+  const Shape shapes[] = {{42, 288, 19}, {16, 32, 5}, {5, 96, 23}, {70, 1120, 9}};
+  for (const Shape& p : shapes) {
+    const int64_t nb = p.k / kBlockCols;
+    for (bool extreme : {false, true}) {
+      std::vector<float> w, x;
+      if (extreme) {
+        extreme_inputs(p.n, p.k, p.m, w, x);
+      } else {
+        w = random_vector(static_cast<size_t>(p.n * p.k), 150, 0.05f);
+        x = random_vector(static_cast<size_t>(p.m * p.k), 151, 1.0f);
+        for (int64_t j = 0; j < 32; ++j) x[static_cast<size_t>(j)] = 0.0f;  // an all-zero block
+        for (size_t j = 0; j < x.size(); j += 97) x[j] *= 30.0f;
+      }
+      const QuantX qx = quantize(x, p.m, p.k);
+      for (QuantType type : {QuantType::kQ8Strips, QuantType::kQ4Strips}) {
+        const auto packed =
+            PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), p.n, p.k}, type);
+        const bool q8 = type == QuantType::kQ8Strips;
+        const auto want =
+            run_tiles(q8 ? kDotprod.q8s : kDotprod.q4s, kDotprod.x_rows, packed, qx, p.m, nb, 0);
+        for (int64_t x_rows = 1; x_rows <= kSmull.x_rows; ++x_rows) {
+          for (int64_t chunk : {int64_t{8}, nb, int64_t{1}}) {
+            const int64_t ahead = x_rows % 2 == 0 ? 0 : strip_block_bytes(type);
+            const auto got =
+                run_tiles(q8 ? kSmull.q8s : kSmull.q4s, x_rows, packed, qx, p.m, chunk, ahead);
+            for (size_t at = 0; at < want.size(); ++at) {
+              ASSERT_EQ(std::bit_cast<uint32_t>(got[at]), std::bit_cast<uint32_t>(want[at]))
+                  << quant_type_name(type) << (extreme ? " extreme" : "") << " n " << p.n << " k "
+                  << p.k << " m " << p.m << " x_rows " << x_rows << " chunk " << chunk
+                  << " at x row " << static_cast<int64_t>(at) / p.n << ", w row "
+                  << static_cast<int64_t>(at) % p.n;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Int8GemmNeonSmull, TheGemmGivesTheBitsOfTheDotprodGemmAtAnyM) {
+  // Through the driver (x tiles of 4 against 8, streamed and chunked depths).
+  if (!has_dotprod()) GTEST_SKIP() << "this CPU lacks dotprod: nothing to compare with";
+  struct Shape {
+    int64_t n, k, m;
+  };
+  const Shape shapes[] = {{42, 288, 1}, {77, 1120, 3}, {131, 320, 40}, {5, 96, 263}};
+  for (const Shape& p : shapes) {
+    const auto w = random_vector(static_cast<size_t>(p.n * p.k), 160, 0.05f);
+    const auto x = random_vector(static_cast<size_t>(p.m * p.k), 161, 1.0f);
+    const auto bias = random_vector(static_cast<size_t>(p.n), 162, 1.0f);
+    for (QuantType type : {QuantType::kQ8Strips, QuantType::kQ4Strips}) {
+      const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), p.n, p.k}, type);
+      std::vector<float> want(static_cast<size_t>(p.m * p.n)), got(want.size(), NAN);
+      int8_gemm(Int8GemmKernel::kNeonDotprod, x.data(), p.m, packed, bias.data(), want.data());
+      int8_gemm(Int8GemmKernel::kNeonSmull, x.data(), p.m, packed, bias.data(), got.data());
+      for (size_t at = 0; at < want.size(); ++at) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[at]), std::bit_cast<uint32_t>(want[at]))
+            << quant_type_name(type) << " n " << p.n << " k " << p.k << " m " << p.m << " at x row "
+            << static_cast<int64_t>(at) / p.n << ", w row " << static_cast<int64_t>(at) % p.n;
+      }
+    }
+  }
+}
 
 TEST(QuantizeRowNeon, SameBitsAsTheScalarCode) {
   const int64_t nb = 10;
