@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates docs/arm-mca.md: llvm-mca figures of qvl's aarch64 inner loops (int8 GEMM tiles,
 # decode GEMV, the fp32 GEMM tile and bf16 GEMV, attention, elementwise) on Neoverse-N1
-# (= Cortex-A76), N2, V1, V2 and Apple core models, beside the inner loops of llama.cpp's
+# (= Cortex-A76), N2, V1, V2 and Apple core models (the plain-NEON SMULL tile also on the
+# Cortex-A53, A55, A72 and A64FX models), beside the inner loops of llama.cpp's
 # ggml-cpu ARM kernels for the same jobs. Static analysis without ARM hardware: each source file
 # is compiled to assembly with Debian's aarch64-linux-gnu-g++ as the build compiles it, the loop
 # is found in the assembly (by function name and control flow, scripts/arm_mca_loops.py) and

@@ -30,6 +30,13 @@ CPUS = [
     ("neoverse-v2", "V2"),
     ("apple-m2", "Apple M2"),
 ]
+# Cores without dotprod (the `neon` level), for the SMULL tile and its peers (specs with neon=True).
+NEON_CPUS = [
+    ("cortex-a53", "A53 (Pi 3)"),
+    ("cortex-a55", "A55"),
+    ("cortex-a72", "A72 (Pi 4; A57 model)"),
+    ("a64fx", "A64FX"),
+]
 
 # ---------------------------------------------------------------------------------------------
 # Our loops. file: under the qvl root; funcs: regexes on demangled function names, tried in order
@@ -54,6 +61,13 @@ OURS = [
          funcs=[r"i8mm_tile<8, .*Stored\)1>", r"int8_tile_q4s_neon_i8mm"], key="int8", pick="max",
          prefetch=False, work="int8", peak="usmmla",
          peers=["gemm-q4_0-4x8-i8mm", "gemm-q4_K-8x8-i8mm", "vec-dot-q4_0-i8mm"]),
+    # The ARMv8.0 tile (4 x rows; the `neon` level): one iteration is one group of 4 weight rows.
+    dict(id="smull-q8", group="smull", name="SMULL q8 strips", file="src/ops/arm/int8_gemm_neon_smull.cpp",
+         funcs=[r"int8_tile_q8s_neon_smull"], key="int8", pick="max", prefetch=False, work="int8",
+         peak="smull", neon=True, peers=["vec-dot-q8_0-neon"]),
+    dict(id="smull-q4", group="smull", name="SMULL q4 strips", file="src/ops/arm/int8_gemm_neon_smull.cpp",
+         funcs=[r"int8_tile_q4s_neon_smull"], key="int8", pick="max", prefetch=False, work="int8",
+         peak="smull", neon=True, peers=["vec-dot-q4_0-neon"]),
     # Decode GEMV: the m = 1 tile (inlined into the entry point), strips streamed with prefetch.
     dict(id="gemv-q8", group="gemv", name="SDOT q8, m = 1 (decode)", file="src/ops/arm/int8_gemm_neon_dotprod.cpp",
          funcs=[r"dotprod_tile<1, .*Stored\)0>", r"int8_tile_q8s_neon_dotprod"], key="int8", pick="min",
@@ -138,6 +152,12 @@ PEERS = [
          funcs=[r"^ggml_vec_dot_q8_0_q8_0$"], key="n_mmla", pick="max", peak="usmmla"),
     dict(id="vec-dot-q4_0-i8mm", name="ggml_vec_dot_q4_0_q8_0 (i8mm, 2 rows)", file="quants.c", variant="i8mm",
          funcs=[r"^ggml_vec_dot_q4_0_q8_0$"], key="n_mmla", pick="max", peak="usmmla"),
+    dict(id="vec-dot-q8_0-neon", name="ggml_vec_dot_q8_0_q8_0 (ARMv8.0: SDOT emulated by SMULL)",
+         file="quants.c", variant="neon", funcs=[r"^ggml_vec_dot_q8_0_q8_0$"], key="int8", pick="max",
+         peak="smull", neon=True),
+    dict(id="vec-dot-q4_0-neon", name="ggml_vec_dot_q4_0_q8_0 (ARMv8.0: SDOT emulated by SMULL)",
+         file="quants.c", variant="neon", funcs=[r"^ggml_vec_dot_q4_0_q8_0$"], key="int8", pick="max",
+         peak="smull", neon=True),
     dict(id="gemv-q8_0-4x4", name="ggml_gemv_q8_0_4x4_q8_0", file="repack.cpp", variant="dotprod",
          funcs=[r"^ggml_gemv_q8_0_4x4_q8_0$"], key="int8", pick="max", peak="sdot", weight_bytes=1.0),
     dict(id="gemv-q8_0-4x8", name="ggml_gemv_q8_0_4x8_q8_0", file="repack.cpp", variant="dotprod",
@@ -184,6 +204,7 @@ for p in PEERS:
 # NEON-only i8mm variant (android_armv8.6_1: DOTPROD FP16_VECTOR_ARITHMETIC MATMUL_INT8; the Linux
 # armv8.6_1 adds SVE, whose paths are not NEON). Release flags -O3 -DNDEBUG, C11 / C++17 (GNU).
 LLAMA_VARIANTS = {
+    "neon": ("-march=armv8-a", []),  # armv8.0_1: no DOTPROD (ggml_vdotq_s32 by SMULL)
     "dotprod": ("-march=armv8.2-a+dotprod+fp16", ["GGML_USE_DOTPROD", "GGML_USE_FP16_VECTOR_ARITHMETIC"]),
     "i8mm": ("-march=armv8.6-a+dotprod+fp16+i8mm",
              ["GGML_USE_DOTPROD", "GGML_USE_FP16_VECTOR_ARITHMETIC", "GGML_USE_MATMUL_INT8"]),
@@ -433,6 +454,8 @@ def count(insns):
         elif op in ("smmla", "ummla", "usmmla"):
             c["int8"] += 32
             c["n_mmla"] += 1
+        elif op in ("smull", "smull2", "smlal", "smlal2") and arr == "8h":
+            c["int8"] += 8  # 8 byte products (the SMULL tile, ARMv8.0 dots)
         elif op in ("fmla", "fmls", "fmul") and arr in ARR_LANES:
             lanes = ARR_LANES[arr]
             if by_elem and op != "fmul":
@@ -552,6 +575,7 @@ def run_mca(mca, cpu, text, iterations=100):
 PEAK_INSNS = {
     "sdot": ("sdot v{i}.4s, v28.16b, v29.4b[1]", 16, "SDOT (by element)"),
     "usmmla": ("usmmla v{i}.4s, v28.16b, v29.16b", 32, "USMMLA"),
+    "smull": ("smlal v{i}.8h, v28.8b, v29.8b", 8, "SMULL/SMLAL .8h"),
     "fmla": ("fmla v{i}.4s, v28.4s, v29.s[1]", 4, "FMLA .4s (by element)"),
     "fmla_vec": ("fmla v{i}.4s, v28.4s, v29.4s", 4, "FMLA .4s"),
     "fmla_h": ("fmla v{i}.8h, v28.8h, v29.8h", 8, "FMLA .8h"),
@@ -689,7 +713,7 @@ def main():
             with open(os.path.join(a.dump, spec["id"] + ".s"), "w") as fh:
                 fh.write(text)
         res = dict(found=f, mca={})
-        for cpu, _ in CPUS + [("apple-m1", "")]:
+        for cpu, _ in CPUS + [("apple-m1", "")] + (NEON_CPUS if spec.get("neon") else []):
             res["mca"][cpu] = run_mca(a.mca, cpu, text)
         res["work"] = work_of(spec["work"], f.counts)
         return res
@@ -728,7 +752,7 @@ def main():
             out = os.path.join(a.work, "llama_%s_%s.s" % (spec["variant"], spec["file"]))
             results[spec["id"]] = measure(spec, compile_to_asm(cmd, out, cache))
 
-    peaks = model_peaks(a.mca, CPUS)
+    peaks = model_peaks(a.mca, CPUS + NEON_CPUS)
     write_report(a, results, peaks, qvl_cmds, llama_cmds)
 
 
@@ -845,6 +869,31 @@ def write_report(a, results, peaks, qvl_cmds, llama_cmds):
       "and the i8mm path of the plain vec_dot (two rows by two columns per SMMLA).")
     w("")
     rows_for([s for s in OURS if s["group"] == "gemm"])
+
+    ncpus = NEON_CPUS + CPUS[:1]
+    w("## int8 GEMM tile without dotprod (`neon` level): SMULL/SMLAL + SADALP, 16 weight rows x 4 x rows")
+    w("")
+    w("The ARMv8.0 tile (src/ops/arm/int8_gemm_neon_smull.cpp) on the cores that run it: one "
+      "iteration is one group of 4 weight rows against the 4 x rows over a block of 32 columns "
+      "(512 MACs). Peak: SMULL/SMLAL .8h (8 byte products) per cycle x 8; SADALP, the quad DUPs, "
+      "the q8 sign flip and the fp32 update come on top. Peers: llama.cpp's plain vec_dot, "
+      "compiled for its armv8.0_1 variant (`%s`), where ggml_vdotq_s32 is SMULL + SMULL2 + "
+      "pairwise adds (its repacked GEMMs need dotprod)." % LLAMA_VARIANTS["neon"][0])
+    w("")
+    w("| loop | work / iteration | " + " | ".join(n for _, n in ncpus) + " |")
+    w("|---|---|" + "---|" * len(ncpus))
+    for spec in [s for s in OURS if s["group"] == "smull"]:
+        ids = [(spec["id"], spec, "**qvl %s**" % spec["name"])]
+        if a.llama_src:
+            ids += [(pid, peer_by_id[pid], "llama.cpp " + peer_by_id[pid]["name"]) for pid in spec["peers"]]
+        for rid, sp, label in ids:
+            res = results.get(rid, {"error": "not run"})
+            wl = "error" if "error" in res else "%s MACs" % fmt(res["work"])
+            w("| %s | %s | " % (label, wl) + " | ".join(cell(res, sp, c) for c, _ in ncpus) + " |")
+    w("")
+    w("SMULL/SMLAL .8h per cycle in the models: " + ", ".join(
+        "%s %s" % (n, fmt(peaks[c]["smull"], 2)) for c, n in ncpus) + ".")
+    w("")
 
     w("## Decode GEMV (m = 1): SDOT on streamed strips, with prefetch")
     w("")
