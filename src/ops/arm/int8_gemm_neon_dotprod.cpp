@@ -5,18 +5,11 @@
 #include <type_traits>
 
 #include "ops/arm/int8_gemm_neon.h"
+#include "ops/arm/int8_tile_common_neon.h"
 #include "ops/packed_matrix.h"
 
 namespace qvl::ops::kernels {
 namespace {
-
-enum class Stored { kQ8, kQ4 };
-
-// float(d) for |d| < 2^22 is the float with the bits kMagicBits + d, less kMagic, exactly: the
-// accumulators start at kMagicBits, which spares SCVTF (2 uops on one pipe of Neoverse N1/N2) for
-// an FSUB. Dots are below 32 * 255 * 127 < 2^20 in magnitude.
-constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
-constexpr int32_t kMagicBits = 0x4b400000;
 
 // f(integral_constant<int, l>) for l = 0..3: SDOT's lane must be a constant.
 template <class F>
@@ -25,10 +18,6 @@ inline void each_lane(F&& f) {
   f(std::integral_constant<int, 1>{});
   f(std::integral_constant<int, 2>{});
   f(std::integral_constant<int, 3>{});
-}
-
-inline float32x4_t widen_scales(const uint8_t* fp16) {
-  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(fp16))));
 }
 
 template <int R, Stored W>
@@ -123,38 +112,16 @@ void dotprod_tile(const Int8Tile& t) {
   }
 }
 
-template <Stored W>
-void dotprod_tile_rows(const Int8Tile& t) {
-  switch (t.rows) {
-    case 1:
-      return dotprod_tile<1, W>(t);
-    case 2:
-      return dotprod_tile<2, W>(t);
-    case 3:
-      return dotprod_tile<3, W>(t);
-    case 4:
-      return dotprod_tile<4, W>(t);
-    case 5:
-      return dotprod_tile<5, W>(t);
-    case 6:
-      return dotprod_tile<6, W>(t);
-    case 7:
-      return dotprod_tile<7, W>(t);
-    default:  // kInt8NeonDotprodXRows
-      return dotprod_tile<8, W>(t);
-  }
-}
-
 }  // namespace
 
-static_assert(kInt8NeonDotprodXRows == 8);
-
 void int8_tile_q8s_neon_dotprod(const Int8Tile& t) {
-  dotprod_tile_rows<Stored::kQ8>(t);
+  with_tile_rows<kInt8NeonDotprodXRows>(
+      t.rows, [&](auto rows) { dotprod_tile<decltype(rows)::value, Stored::kQ8>(t); });
 }
 
 void int8_tile_q4s_neon_dotprod(const Int8Tile& t) {
-  dotprod_tile_rows<Stored::kQ4>(t);
+  with_tile_rows<kInt8NeonDotprodXRows>(
+      t.rows, [&](auto rows) { dotprod_tile<decltype(rows)::value, Stored::kQ4>(t); });
 }
 
 }  // namespace qvl::ops::kernels

@@ -3,22 +3,11 @@
 #include <arm_neon.h>
 
 #include "ops/arm/int8_gemm_neon.h"
+#include "ops/arm/int8_tile_common_neon.h"
 #include "ops/packed_matrix.h"
 
 namespace qvl::ops::kernels {
 namespace {
-
-enum class Stored { kQ8, kQ4 };
-
-// float(d) for |d| < 2^22 is the float with the bits kMagicBits + d, less kMagic, exactly: the
-// accumulators start at kMagicBits, which spares SCVTF (2 uops on one pipe of Neoverse N1/N2) for
-// an FSUB. Dots are below 32 * 255 * 127 < 2^20 in magnitude.
-constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
-constexpr int32_t kMagicBits = 0x4b400000;
-
-inline float32x4_t widen_scales(const uint8_t* fp16) {
-  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(fp16))));
-}
 
 // 4 rows r .. r + 3 as two USMMLA operands, [r, r + 1] and [r + 2, r + 3] x 8 columns, from their
 // 4-byte groups of columns 8p .. 8p + 3 (a) and 8p + 4 .. 8p + 7 (b).
@@ -120,38 +109,16 @@ void i8mm_tile(const Int8Tile& t) {
   }
 }
 
-template <Stored W>
-void i8mm_tile_rows(const Int8Tile& t) {
-  switch (t.rows) {
-    case 1:
-      return i8mm_tile<1, W>(t);
-    case 2:
-      return i8mm_tile<2, W>(t);
-    case 3:
-      return i8mm_tile<3, W>(t);
-    case 4:
-      return i8mm_tile<4, W>(t);
-    case 5:
-      return i8mm_tile<5, W>(t);
-    case 6:
-      return i8mm_tile<6, W>(t);
-    case 7:
-      return i8mm_tile<7, W>(t);
-    default:  // kInt8NeonI8mmXRows
-      return i8mm_tile<8, W>(t);
-  }
-}
-
 }  // namespace
 
-static_assert(kInt8NeonI8mmXRows == 8);
-
 void int8_tile_q8s_neon_i8mm(const Int8Tile& t) {
-  i8mm_tile_rows<Stored::kQ8>(t);
+  with_tile_rows<kInt8NeonI8mmXRows>(
+      t.rows, [&](auto rows) { i8mm_tile<decltype(rows)::value, Stored::kQ8>(t); });
 }
 
 void int8_tile_q4s_neon_i8mm(const Int8Tile& t) {
-  i8mm_tile_rows<Stored::kQ4>(t);
+  with_tile_rows<kInt8NeonI8mmXRows>(
+      t.rows, [&](auto rows) { i8mm_tile<decltype(rows)::value, Stored::kQ4>(t); });
 }
 
 }  // namespace qvl::ops::kernels

@@ -25,16 +25,11 @@
 #include <arm_neon.h>
 
 #include "ops/arm/int8_gemm_neon.h"
+#include "ops/arm/int8_tile_common_neon.h"
 #include "ops/packed_matrix.h"
 
 namespace qvl::ops::kernels {
 namespace {
-
-enum class Stored { kQ8, kQ4 };
-
-inline float32x4_t widen_scales(const uint8_t* fp16) {
-  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(fp16))));
-}
 
 // Quad `lane` (0-3) of x half xh in every 32-bit lane.
 template <int kLane>
@@ -160,30 +155,16 @@ void smull_tile(const Int8Tile& t) {
   }
 }
 
-template <Stored W>
-void smull_tile_rows(const Int8Tile& t) {
-  switch (t.rows) {
-    case 1:
-      return smull_tile<1, W>(t);
-    case 2:
-      return smull_tile<2, W>(t);
-    case 3:
-      return smull_tile<3, W>(t);
-    default:  // kInt8NeonSmullXRows
-      return smull_tile<4, W>(t);
-  }
-}
-
 }  // namespace
 
-static_assert(kInt8NeonSmullXRows == 4);
-
 void int8_tile_q8s_neon_smull(const Int8Tile& t) {
-  smull_tile_rows<Stored::kQ8>(t);
+  with_tile_rows<kInt8NeonSmullXRows>(
+      t.rows, [&](auto rows) { smull_tile<decltype(rows)::value, Stored::kQ8>(t); });
 }
 
 void int8_tile_q4s_neon_smull(const Int8Tile& t) {
-  smull_tile_rows<Stored::kQ4>(t);
+  with_tile_rows<kInt8NeonSmullXRows>(
+      t.rows, [&](auto rows) { smull_tile<decltype(rows)::value, Stored::kQ4>(t); });
 }
 
 }  // namespace qvl::ops::kernels

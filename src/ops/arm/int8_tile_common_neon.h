@@ -1,0 +1,47 @@
+// Internal: what the aarch64 int8 tiles (int8_gemm_neon_{dotprod,i8mm,smull}.cpp) share: the
+// stored weight type, the scale widening, the exact int-to-float trick and the dispatch on the
+// tile's x-row count. Everything has internal linkage (an unnamed namespace): each tile file is
+// compiled for its own -march, and an inline function with external linkage would leave the
+// linker free to keep one file's copy (say, with SDOT in it) for all of them.
+#pragma once
+
+#include <arm_neon.h>
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace qvl::ops::kernels {
+namespace {  // NOLINT(google-build-namespaces): see above
+
+enum class Stored { kQ8, kQ4 };
+
+// float(d) for |d| < 2^22 is the float with the bits kMagicBits + d, less kMagic, exactly: the
+// SDOT/USMMLA accumulators start at kMagicBits, which spares SCVTF (2 uops on one pipe of
+// Neoverse N1/N2) for an FSUB. Block dots are below 32 * 255 * 127 < 2^20 in magnitude.
+constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+constexpr int32_t kMagicBits = 0x4b400000;
+
+// The 4 fp16 weight scales of a group of 4 rows, as fp32.
+inline float32x4_t widen_scales(const uint8_t* fp16) {
+  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(fp16))));
+}
+
+template <int kMaxRows, class Tile, int... kRows>
+void with_rows(int64_t rows, Tile& tile, std::integer_sequence<int, kRows...>) {
+  // The first R (in order 1, 2, ...) that equals rows, or kMaxRows for anything above it.
+  [[maybe_unused]] const bool ran = ((rows == kRows + 1 || kRows + 1 == kMaxRows
+                                          ? (tile(std::integral_constant<int, kRows + 1>{}), true)
+                                          : false) ||
+                                     ...);
+}
+
+// tile(std::integral_constant<int, R>{}) with R = rows (1 <= rows <= kMaxRows): each x-row count
+// is its own instantiation, so the x rows and their accumulators live in registers.
+template <int kMaxRows, class Tile>
+void with_tile_rows(int64_t rows, Tile&& tile) {
+  with_rows<kMaxRows>(rows, tile, std::make_integer_sequence<int, kMaxRows>{});
+}
+
+}  // namespace
+}  // namespace qvl::ops::kernels
