@@ -51,8 +51,9 @@ read -r -a cmake_extra <<<"${QVL_CROSS_CMAKE_ARGS:-}"
 # - max (i8mm, bf16, SVE2): the i8mm level: the int8 GEMM, batch invariance and dispatch tests
 #   (attention has no i8mm kernel; the i8mm tiles give the dotprod tiles' bits, tested in ops, so
 #   the model's answers are those checked under cortex-a76);
-# - a64fx (512-bit SVE without dot product): the plain NEON level as the best one (not the wide
-#   matmul checks: without SDOT the q8/q4 products run the scalar oracle, minutes under qemu);
+# - a64fx (512-bit SVE without dot product): the plain NEON level as the best one (dispatch, the
+#   SMULL int8 tile and batch invariance at it; cortex-a76 already runs every neon-level kernel
+#   test, so not the wide matmul checks again);
 # - neoverse-n1 (Graviton2): the start-up self-check of its level.
 # With binfmt_misc (see above), cortex-a76 and max also run qvl itself: under cortex-a76
 # `qvl run --json` against the goldens and `qvl serve` (an image chat, streams batched and one
@@ -63,7 +64,7 @@ ctest_args_for_cpu() {
   case "$1" in
     cortex-a76) echo "-L unit|parity -R ^((ops|tokenizer|image|model)\.|parity\.(EngineParity\.PromptIds|TextParity\.|ScoreParity\.|Bf16Greedy\.|Golden/QuantAgreement\..*/(q8|q4)))" ;;
     max) echo "-L unit -R ^ops\.(.*Int8Gemm.*|Tiles/.*|EveryIsa/BatchInvarianceAtLevel\..*|PackedMatmul\..*|PackedGemv\..*|MachineProbe.*)" ;;
-    a64fx) echo "-L unit -R ^ops\.(PackedMatmul\.(EveryIsa|Rejects|BatchRows|View).*|ElementwiseNeon\..*|EveryIsa/BatchInvarianceAtLevel\..*|MachineProbe.*)" ;;
+    a64fx) echo "-L unit -R ^ops\.(PackedMatmul\.(EveryIsa|Rejects|BatchRows|View).*|ElementwiseNeon\..*|EveryIsa/BatchInvarianceAtLevel\..*|MachineProbe.*|Int8GemmDispatch\..*)" ;;
     *) echo "-L unit -R ^ops\.PackedMatmul\.EveryIsaOfTheCpuPassesTheSelfCheck$" ;;
   esac
 }
