@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "hub/sha256.h"
@@ -79,7 +80,14 @@ FakeHub::FakeHub() : server_(std::make_unique<httplib::Server>()) {
   install_routes();
   port_ = server_->bind_to_any_port("127.0.0.1");
   // The socket listens from here on, so clients can connect before the thread starts accepting.
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  thread_ = std::thread([this] {
+    server_->listen_after_bind();
+    listen_returned_ = true;
+  });
+  // httplib's stop() does nothing until the server runs: a test that ends before the thread got
+  // there would leave it accepting forever and the destructor's join waiting for it.
+  while (!server_->is_running() && !listen_returned_)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 FakeHub::~FakeHub() {

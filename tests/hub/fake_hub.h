@@ -3,6 +3,7 @@
 // token check, and fault injection (dropped connection mid-file, wrong advertised sha256).
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -78,6 +79,7 @@ class FakeHub {
 
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  std::atomic<bool> listen_returned_ = false;  // listen_after_bind ended (it failed, or stop())
   int port_ = 0;
   mutable std::mutex mutex_;
   std::map<std::string, Repo> repos_;
