@@ -21,28 +21,19 @@ template <int R, Stored W>
 void i8mm_tile(const Int8Tile& t) {
   constexpr bool kQ4 = W == Stored::kQ4;
   constexpr int kPairs = (R + 1) / 2;  // x rows 2j, 2j + 1 (past R: zeros)
-  constexpr int64_t kStride = kQ4 ? kQ4StripBlockBytes : kStripBlockBytes;
-  constexpr int64_t kQuadBytes = kStripRows * 4;  // one quad (or nibble pair) of the 32 rows
-  constexpr int64_t kLoads = kQ4 ? 4 : 8;         // quads, or pairs of quads in nibbles
-  constexpr int64_t kScalesAt = kLoads * kQuadBytes;
-  const int64_t half_at = t.half * kInt8NeonStripRows * 4;
+  constexpr int64_t kQuadBytes = StripHalf<W>::kQuadBytes;
+  const StripHalf<W> half(t);
   // Locals: the compiler cannot tell that the stores to c leave t alone.
   const int8_t* const xq = t.xq;
   const float* const xscale = t.xscale;
   const int32_t* const xsum = t.xsum;
   float* const c0 = t.c;
   const int64_t ldx = t.ldx, ldxs = t.ldxs, ldc = t.ldc;
-  const uint8_t* const strip = t.strip;
-  const int64_t nblocks = t.nblocks, prefetch_ahead = t.prefetch_ahead;
+  const int64_t nblocks = t.nblocks;
   for (int64_t b = 0; b < nblocks; ++b) {
-    const uint8_t* block = strip + b * kStride;
-    if (prefetch_ahead != 0) {  // this tile's 64 bytes of each quad, and the scales
-      const uint8_t* ahead = block + prefetch_ahead + half_at;
-      for (int64_t l = 0; l < kLoads; ++l) __builtin_prefetch(ahead + l * kQuadBytes);
-      __builtin_prefetch(block + prefetch_ahead + kScalesAt);
-    }
-    const uint8_t* weights = block + half_at;
-    const uint8_t* fp16 = block + kScalesAt + half_at / 2;
+    half.prefetch(b);
+    const uint8_t* weights = half.weights(b);
+    const uint8_t* fp16 = half.scales(b);
     // x[j][p]: columns 8p .. 8p + 7 of x rows 2j and 2j + 1, the whole block.
     int8x16_t x[kPairs][4];
 #pragma GCC unroll 8

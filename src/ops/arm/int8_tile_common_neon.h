@@ -11,6 +11,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "ops/arm/int8_gemm_neon.h"
+#include "ops/int8_gemm_kernels.h"
+#include "ops/packed_matrix.h"
+
 namespace qvl::ops::kernels {
 namespace {  // NOLINT(google-build-namespaces): see above
 
@@ -21,6 +25,35 @@ enum class Stored { kQ8, kQ4 };
 // Neoverse N1/N2) for an FSUB. Block dots are below 32 * 255 * 127 < 2^20 in magnitude.
 constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
 constexpr int32_t kMagicBits = 0x4b400000;
+
+// A tile's half (16 rows) of one stored strip (packed_matrix.h): per block of 32 columns, kLoads
+// loads of kQuadBytes (a quad of the 32 rows, or a pair of quads in nibbles) of which the tile
+// reads its 64 bytes, then the 32 fp16 scales of which it reads its 16.
+template <Stored W>
+struct StripHalf {
+  static constexpr int64_t kStride = W == Stored::kQ4 ? kQ4StripBlockBytes : kStripBlockBytes;
+  static constexpr int64_t kQuadBytes = kStripRows * 4;
+  static constexpr int64_t kLoads = W == Stored::kQ4 ? 4 : 8;
+  static constexpr int64_t kScalesAt = kLoads * kQuadBytes;
+
+  explicit StripHalf(const Int8Tile& t)
+      : strip(t.strip),
+        half_at(t.half * kInt8NeonStripRows * 4),
+        prefetch_ahead(t.prefetch_ahead) {}
+  // Prefetches what the tile reads of the block prefetch_ahead bytes past block b (if asked).
+  void prefetch(int64_t b) const {
+    if (prefetch_ahead == 0) return;
+    const uint8_t* ahead = strip + b * kStride + prefetch_ahead;
+    for (int64_t l = 0; l < kLoads; ++l) __builtin_prefetch(ahead + half_at + l * kQuadBytes);
+    __builtin_prefetch(ahead + kScalesAt);
+  }
+  const uint8_t* weights(int64_t b) const { return strip + b * kStride + half_at; }
+  const uint8_t* scales(int64_t b) const { return strip + b * kStride + kScalesAt + half_at / 2; }
+
+  const uint8_t* strip;
+  int64_t half_at;
+  int64_t prefetch_ahead;
+};
 
 // The 4 fp16 weight scales of a group of 4 rows, as fp32.
 inline float32x4_t widen_scales(const uint8_t* fp16) {
