@@ -63,7 +63,7 @@ ctest_args_for_cpu() {
   if [ -n "${QVL_CROSS_CTEST_ARGS:-}" ]; then echo "$QVL_CROSS_CTEST_ARGS"; return; fi
   case "$1" in
     cortex-a76) echo "-L unit|parity -R ^((ops|tokenizer|image|model)\.|parity\.(EngineParity\.PromptIds|TextParity\.|ScoreParity\.|Bf16Greedy\.|Golden/QuantAgreement\..*/(q8|q4)))" ;;
-    max) echo "-L unit -R ^ops\.(.*Int8Gemm.*|Tiles/.*|EveryIsa/BatchInvarianceAtLevel\..*|PackedMatmul\..*|PackedGemv\..*|MachineProbe.*)" ;;
+    max) echo "-L unit -R ^ops\.(.*Int8Gemm.*|PackedGemmBfmmla\..*|Tiles/.*|EveryIsa/BatchInvarianceAtLevel\..*|PackedMatmul\..*|PackedGemv\..*|MachineProbe.*)" ;;
     a64fx) echo "-L unit -R ^ops\.(PackedMatmul\.(EveryIsa|Rejects|BatchRows|View).*|ElementwiseNeon\..*|EveryIsa/BatchInvarianceAtLevel\..*|MachineProbe.*|Int8GemmDispatch\..*)" ;;
     *) echo "-L unit -R ^ops\.PackedMatmul\.EveryIsaOfTheCpuPassesTheSelfCheck$" ;;
   esac

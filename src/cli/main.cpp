@@ -56,8 +56,8 @@ int main(int argc, char** argv) {
   std::string isa = "auto";
   app.add_option("--isa", isa,
                  "kernel level: auto (the best this CPU runs); on x86-64 avx512, avx-vnni (AVX2 "
-                 "with 256-bit VNNI), avx2 (as on an AVX2-only CPU); on aarch64 i8mm, dotprod, "
-                 "neon; scalar everywhere")
+                 "with 256-bit VNNI), avx2 (as on an AVX2-only CPU); on aarch64 i8mm (I8MM and "
+                 "BF16), dotprod, neon; scalar everywhere")
       ->check(CLI::IsMember(
           {"auto", "avx512", "avx-vnni", "avx2", "i8mm", "dotprod", "neon", "scalar"}));
   app.parse_complete_callback([&] {

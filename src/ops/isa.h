@@ -12,7 +12,7 @@ namespace qvl::ops {
 
 // x86-64: kAvx2 (AVX2 + FMA + F16C), kAvx512 (F, BW, VL, DQ, BF16, VNNI).
 // aarch64: kNeon (ASIMD, every aarch64 CPU), kNeonDotprod (+ SDOT/UDOT: Cortex-A76, Neoverse-N1),
-// kNeonI8mm (+ SMMLA/USMMLA: Neoverse-V1/V2/N2, Apple M2 and later).
+// kNeonI8mm (+ SMMLA/USMMLA and BF16's BFMMLA: Neoverse-V1/V2/N2, Apple M2 and later).
 // Every CPU runs kScalar: the oracles.
 enum class IsaLevel { kScalar, kAvx2, kAvx512, kNeon, kNeonDotprod, kNeonI8mm };
 

@@ -62,7 +62,7 @@ void matmul_on(IsaLevel isa, GemmActivations act, const float* x, int64_t m, con
   }
   // m >= kGemmMinRows with fp32 activations: the blocked GEMM (packed_gemm.h). Activations stay
   // fp32 (no int8 rounding: the dequantized weights are exact in fp32), except that bf16 weights
-  // on AVX-512 multiply bf16-rounded activations with vdpbf16ps (fp32 sums).
+  // on AVX-512 and at ARM i8mm multiply bf16-rounded activations (vdpbf16ps, BFMMLA; fp32 sums).
   if (isa != IsaLevel::kScalar && m >= kernels::kGemmMinRows) {
     if (act == GemmActivations::kInt8 && w.type() != QuantType::kBF16) {
       if (int8) return int8_gemm(*int8, x, m, w, bias, y);
@@ -108,8 +108,8 @@ bool kernels_agree_with_scalar(IsaLevel isa) {
       float largest = 0;
       for (float v : want) largest = std::max(largest, std::fabs(v));
       for (size_t i = 0; i < want.size(); ++i) {
-        // bf16 rounding of x on AVX-512 and the fp32 GEMM's unrounded x move results by well
-        // under 1%; a wrong kernel by ~100%.
+        // bf16 rounding of x (AVX-512, ARM i8mm) and the fp32 GEMM's unrounded x move results by
+        // well under 1%; a wrong kernel by ~100%.
         if (!(std::fabs(got[i] - want[i]) <= 0.01f * largest)) {
           QVL_LOG(kError) << isa_level_name(isa) << " " << quant_type_name(type) << " kernel ("
                           << gemm_activations_name(act)
@@ -190,15 +190,21 @@ MatmulArithmetic matmul_arithmetic(QuantType type, int64_t m) {
   const IsaLevel isa = active_isa();
   if (type == QuantType::kExact) return MatmulArithmetic::kF32;
   if (in_strips(type)) return MatmulArithmetic::kInt8Dot;
+  // bf16 weights: bf16 dots where the level's kernel takes x as bf16 (vdpbf16ps on AVX-512,
+  // BFMMLA at ARM i8mm), else fp32.
   if (isa != IsaLevel::kScalar && m >= kernels::kGemmMinRows) {
-    if (type == QuantType::kBF16) {  // gemm_kernels_for: vdpbf16ps on AVX-512
-      return isa == IsaLevel::kAvx512 ? MatmulArithmetic::kBF16Dot : MatmulArithmetic::kF32;
+    if (type == QuantType::kBF16) {
+      const kernels::GemmKernels* gemm = kernels::gemm_kernels_for(isa, type);
+      return gemm && gemm->x_bytes == 2 ? MatmulArithmetic::kBF16Dot : MatmulArithmetic::kF32;
     }
     const bool int8 = gemm_activations() == GemmActivations::kInt8;
     return int8 ? MatmulArithmetic::kInt8Dot : MatmulArithmetic::kF32;
   }
   if (type == QuantType::kBF16) {
-    return isa == IsaLevel::kAvx512 ? MatmulArithmetic::kBF16Dot : MatmulArithmetic::kF32;
+    const kernels::RunKernels* run =
+        isa == IsaLevel::kScalar ? nullptr : kernels::run_kernels_for(isa);
+    return run && run->bf16_x == kernels::Bf16RunX::kBf16 ? MatmulArithmetic::kBF16Dot
+                                                          : MatmulArithmetic::kF32;
   }
   return MatmulArithmetic::kInt8Dot;
 }

@@ -36,16 +36,16 @@
 // int8_gemm.h); kBF16 (and kQ8/kQ4 with GemmActivations::kF32) a blocked GEMM that dequantizes
 // weight blocks to fp32 (exact: bf16 widens, scale * q is exact in fp32) and multiplies them with
 // fp32 activations, so its only error is the weights' own plus fp32 accumulation; except kBF16 on
-// AVX-512, where it rounds x to bf16 for vdpbf16ps (products exact, fp32 sums: relative error
-// <= 2^-8 per activation). Below that (decode GEMV, small batches, the scalar fallback): kBF16
-// uses fp32
-// activations on the scalar and AVX2 paths and rounds them to bf16 for vdpbf16ps on AVX-512
-// (products then accumulate in fp32). kQ8/kQ4 quantize each activation block of 32 to int8
-// (symmetric, scale absmax / 127, round to nearest even) and take integer block dot products (q8
-// on AVX2: vpmaddubsw on |x| and sign-adjusted weights; q4 and AVX-512: vpmaddubsw / vpdpbusd on
-// unsigned weights, the +8 / +128 offset taken off as offset * sum(x)), then scale in fp32. So
-// besides the weight error, each output carries at most sum over blocks of
-// sum|w| * absmax(x) / 254 of activation rounding.
+// AVX-512 and at ARM i8mm, where it rounds x to bf16 for vdpbf16ps / BFMMLA (products exact, fp32
+// sums, BFMMLA's rounded to odd: relative error <= 2^-8 per activation). Below that (decode
+// GEMV, small batches, the scalar fallback): kBF16 uses fp32 activations on the scalar, AVX2 and
+// baseline NEON paths and rounds them to bf16 for vdpbf16ps on AVX-512 and BFMMLA at ARM i8mm
+// (products then accumulate in fp32; at i8mm with the GEMM's bits). kQ8/kQ4 quantize each
+// activation block of 32 to int8 (symmetric, scale absmax / 127, round to nearest even) and take
+// integer block dot products (q8 on AVX2: vpmaddubsw on |x| and sign-adjusted weights; q4 and
+// AVX-512: vpmaddubsw / vpdpbusd on unsigned weights, the +8 / +128 offset taken off as offset *
+// sum(x)), then scale in fp32. So besides the weight error, each output carries at most sum over
+// blocks of sum|w| * absmax(x) / 254 of activation rounding.
 //
 // Kernels (packed_gemv.cpp): m == 1 streams up to 4 groups at once, whole rows, sharing each x
 // block; 1 < m < 16 takes pairs of groups' whole rows against all rows of x, unpacking a tile
@@ -198,7 +198,8 @@ GemmActivations gemm_activations();
 
 // The arithmetic matmul performs for an m-row product with `type` weights at the active level:
 // the ceiling a benchmark should compare its speed with. kF32: fp32 multiply-adds (exact mode,
-// the scalar kernels, bf16 GEMV on AVX2, and the blocked GEMM for m >= 16); kBF16Dot: vdpbf16ps;
+// the scalar kernels, bf16 GEMV on AVX2, and the blocked GEMM for m >= 16); kBF16Dot: vdpbf16ps
+// or BFMMLA;
 // kInt8Dot: integer dot products on int8-quantized activations.
 enum class MatmulArithmetic { kF32, kBF16Dot, kInt8Dot };
 MatmulArithmetic matmul_arithmetic(QuantType type, int64_t m);

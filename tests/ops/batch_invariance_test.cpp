@@ -1,7 +1,9 @@
 // Batch invariance of q8/q4 matmul across all its paths: a row of x gets the same bits alone (the
 // GEMV), in every small batch (m = 2..15, the run kernels) and in the GEMM (m >= 16, int8 tiles),
-// at every ISA level this CPU runs. This is what makes decode rows mixed into a prefill chunk, or
-// a stream joining a batch of any size, produce the tokens it would produce alone.
+// at every ISA level this CPU runs; and of bf16 matmul at the levels whose bf16 GEMV and GEMM do
+// the same arithmetic per output (ARM i8mm: BFMMLA in both). This is what makes decode rows mixed
+// into a prefill chunk, or a stream joining a batch of any size, produce the tokens it would
+// produce alone.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -48,12 +50,12 @@ std::string where(QuantType type, const Case& c, bool bias, const std::string& p
 // Calls check(c, type, w, bias, alone) for every case, weight type and bias or none, with x
 // [kMaxM, c.k] seeded from `seed` and alone = its rows computed one at a time.
 template <typename Check>
-void for_each_product(uint32_t seed, Check&& check) {
+void for_each_product(uint32_t seed, const std::vector<QuantType>& types, Check&& check) {
   for (const Case& c : kCases) {
     const auto x = random_vector(static_cast<size_t>(kMaxM * c.k), seed++, 1.0f);
     const auto wf = random_vector(static_cast<size_t>(c.n * c.k), seed++, 0.05f);
     const auto b = random_vector(static_cast<size_t>(c.n), seed++, 1.0f);
-    for (QuantType type : {QuantType::kQ8, QuantType::kQ4}) {
+    for (QuantType type : types) {
       const auto w = PackedMatrix::pack(WeightRef{WeightType::kF32, wf.data(), c.n, c.k}, type);
       for (bool with_bias : {false, true}) {
         const float* bias = with_bias ? b.data() : nullptr;
@@ -66,16 +68,18 @@ void for_each_product(uint32_t seed, Check&& check) {
 
 void check_level(IsaLevel isa) {
   IsaScope scope(isa);
-  for_each_product(
-      500, [&](const Case& c, QuantType type, const std::vector<float>& x, const PackedMatrix& w,
-               const float* bias, const std::vector<float>& alone) {
-        for (int64_t m = 2; m <= kMaxM; ++m) {
-          std::vector<float> y(static_cast<size_t>(m * c.n));
-          matmul(x.data(), m, w, bias, y.data());
-          ASSERT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
-              << where(type, c, bias != nullptr, isa_level_name(isa), m);
-        }
-      });
+  std::vector<QuantType> types = {QuantType::kQ8, QuantType::kQ4};
+  if (isa == IsaLevel::kNeonI8mm) types.push_back(QuantType::kBF16);
+  for_each_product(500, types,
+                   [&](const Case& c, QuantType type, const std::vector<float>& x,
+                       const PackedMatrix& w, const float* bias, const std::vector<float>& alone) {
+                     for (int64_t m = 2; m <= kMaxM; ++m) {
+                       std::vector<float> y(static_cast<size_t>(m * c.n));
+                       matmul(x.data(), m, w, bias, y.data());
+                       ASSERT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
+                           << where(type, c, bias != nullptr, isa_level_name(isa), m);
+                     }
+                   });
 }
 
 class BatchInvarianceAtLevel : public ::testing::TestWithParam<IsaLevel> {};
@@ -105,18 +109,18 @@ TEST(BatchInvariance, Avx2GemmKernelsGiveTheGemvBits) {
         "emulation only\n");
   }
   IsaScope scope(IsaLevel::kAvx2);
-  for_each_product(
-      600, [&](const Case& c, QuantType type, const std::vector<float>& x, const PackedMatrix& w,
-               const float* bias, const std::vector<float>& alone) {
-        for (Int8GemmKernel kernel : gemms) {
-          for (int64_t m : {kernels::kGemmMinRows, kernels::kGemmMinRows + 5, kMaxM}) {
-            std::vector<float> y(static_cast<size_t>(m * c.n));
-            int8_gemm(kernel, x.data(), m, w, bias, y.data());
-            ASSERT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
-                << where(type, c, bias != nullptr, int8_gemm_kernel_name(kernel), m);
-          }
-        }
-      });
+  for_each_product(600, {QuantType::kQ8, QuantType::kQ4},
+                   [&](const Case& c, QuantType type, const std::vector<float>& x,
+                       const PackedMatrix& w, const float* bias, const std::vector<float>& alone) {
+                     for (Int8GemmKernel kernel : gemms) {
+                       for (int64_t m : {kernels::kGemmMinRows, kernels::kGemmMinRows + 5, kMaxM}) {
+                         std::vector<float> y(static_cast<size_t>(m * c.n));
+                         int8_gemm(kernel, x.data(), m, w, bias, y.data());
+                         ASSERT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
+                             << where(type, c, bias != nullptr, int8_gemm_kernel_name(kernel), m);
+                       }
+                     }
+                   });
 }
 
 }  // namespace

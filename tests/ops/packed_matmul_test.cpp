@@ -46,15 +46,17 @@ void for_each_gemm_activations(Body body) {
 }
 
 // Checks y against sum_j w[r][j] * x[i][j] in double. The tolerance is the format's activation
-// error (bf16 rounding on AVX-512; int8 block quantization: half a step of
+// error (bf16 rounding on AVX-512 and ARM i8mm; int8 block quantization: half a step of
 // absmax/127 per block) plus fp32 accumulation.
 void expect_matches_reference(const PackedMatrix& w, const std::vector<float>& x, int64_t m,
                               const float* bias, const std::vector<float>& y, IsaLevel isa) {
   const int64_t n = w.rows(), k = w.cols();
   std::vector<float> wd(static_cast<size_t>(n * k));
   for (int64_t r = 0; r < n; ++r) w.row_to_f32(r, wd.data() + r * k);
-  // AVX-512 rounds x to bf16 for bf16 weights (vdpbf16ps), in the GEMV and the GEMM alike.
-  const bool bf16_x = w.type() == QuantType::kBF16 && isa == IsaLevel::kAvx512;
+  // AVX-512 and ARM i8mm round x to bf16 for bf16 weights (vdpbf16ps, BFMMLA), in the GEMV and
+  // the GEMM alike.
+  const bool bf16_x =
+      w.type() == QuantType::kBF16 && (isa == IsaLevel::kAvx512 || isa == IsaLevel::kNeonI8mm);
   const bool int8_x = rounds_x_to_int8(w.type(), isa, m);
   for (int64_t i = 0; i < m; ++i) {
     const float* xi = x.data() + i * k;

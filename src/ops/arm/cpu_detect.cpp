@@ -34,7 +34,12 @@ bool has2(unsigned long bit) {
 IsaLevel detect_cpu_isa() {
   if (!has1(HWCAP_ASIMD)) return IsaLevel::kScalar;
   if (!has1(HWCAP_ASIMDDP)) return IsaLevel::kNeon;
-  return has2(HWCAP2_I8MM) ? IsaLevel::kNeonI8mm : IsaLevel::kNeonDotprod;
+  // The i8mm level also runs BFMMLA (bf16 GEMM), so it needs BF16 too: ARMv8.6 makes both
+  // mandatory and every core with I8MM (Neoverse-V1/V2/N2, Cortex-A510/A710/X2, Apple M2) has
+  // BF16. One level per feature set keeps a level's kernels, and so its bits, the same on every
+  // CPU that runs it; a level of its own for BF16 would split nothing real.
+  const bool i8mm = has2(HWCAP2_I8MM) && has2(HWCAP2_BF16);
+  return i8mm ? IsaLevel::kNeonI8mm : IsaLevel::kNeonDotprod;
 }
 
 CpuFeatures detect_cpu_features() {

@@ -3,6 +3,7 @@
 // the x quantizer, the fp32 blocked GEMM (bf16 and q8/q4 group weights) and the GEMV /
 // small-batch run kernels (bf16, q8, q4 groups); the int8 GEMM's stored-strip tiles with
 // SMULL/SADALP (kNeonSmull), SDOT (kNeonDotprod) or USMMLA (kNeonI8mm), all with the same bits.
+// kNeonI8mm (which implies BF16) multiplies bf16 weights by BFMMLA instead, GEMM and GEMV.
 // Null where a level has none yet (the scalar oracles run).
 // Compiled for the ARMv8.0 baseline: it only names kernels, it runs none.
 #include <optional>
@@ -43,10 +44,17 @@ namespace kernels {
 const RunKernels* run_kernels_for(IsaLevel isa) {
   static const RunKernels neon{bf16_run_neon, Bf16RunX::kF32, q8_run_neon, q4_run_neon,
                                quantize_row_neon};
+  // bf16 by BFMMLA with the GEMM's bits per output (the level implies BF16).
+  static const RunKernels i8mm{bf16_run_bfmmla, Bf16RunX::kBf16, q8_run_neon, q4_run_neon,
+                               quantize_row_neon};
+  if (isa == IsaLevel::kNeonI8mm) return &i8mm;
   return is_arm_level(isa) ? &neon : nullptr;
 }
 const GemmKernels* gemm_kernels_for(IsaLevel isa, QuantType type) {
   // Stored strips always take the int8 GEMM (int8_kernel_for); exact weights never come here.
+  // bf16 weights at i8mm by BFMMLA (the level implies BF16, see cpu_detect.cpp), x rounded to
+  // bf16; elsewhere, and for q8/q4 groups, the fp32 tile (widened weights, fp32 x).
+  if (isa == IsaLevel::kNeonI8mm && type == QuantType::kBF16) return &kGemmBf16Neon;
   const bool groups = type == QuantType::kBF16 || type == QuantType::kQ8 || type == QuantType::kQ4;
   return is_arm_level(isa) && groups ? &kGemmF32Neon : nullptr;
 }

@@ -94,17 +94,20 @@ TEST(PackedGemmNeon, RowsAreIndependentOfTheBatch) {
   }
 }
 
+// (bf16 weights at i8mm take BFMMLA, GEMM and GEMV: packed_gemm_bfmmla_test.cpp.)
 TEST(PackedGemmNeon, EveryArmLevelTakesTheNeonKernels) {
   for (IsaLevel isa : {IsaLevel::kNeon, IsaLevel::kNeonDotprod, IsaLevel::kNeonI8mm}) {
     for (QuantType type : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
+      if (isa == IsaLevel::kNeonI8mm && type == QuantType::kBF16) continue;
       EXPECT_EQ(kernels::gemm_kernels_for(isa, type), &kernels::kGemmF32Neon)
           << isa_level_name(isa) << " " << quant_type_name(type);
     }
     EXPECT_EQ(kernels::gemm_kernels_for(isa, QuantType::kQ8Strips), nullptr);
     const kernels::RunKernels* run = kernels::run_kernels_for(isa);
     ASSERT_NE(run, nullptr) << isa_level_name(isa);
-    EXPECT_EQ(run->bf16, &kernels::bf16_run_neon);
-    EXPECT_EQ(run->bf16_x, kernels::Bf16RunX::kF32);
+    const bool bfmmla = isa == IsaLevel::kNeonI8mm;
+    EXPECT_EQ(run->bf16, bfmmla ? &kernels::bf16_run_bfmmla : &kernels::bf16_run_neon);
+    EXPECT_EQ(run->bf16_x, bfmmla ? kernels::Bf16RunX::kBf16 : kernels::Bf16RunX::kF32);
   }
 }
 
