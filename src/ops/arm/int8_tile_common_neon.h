@@ -26,6 +26,35 @@ enum class Stored { kQ8, kQ4 };
 constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
 constexpr int32_t kMagicBits = 0x4b400000;
 
+// Accumulator starts: 8 copies of the bits of kMagic, or of zeros, one per x row (see starts_at).
+struct alignas(16) StartRows {
+  int32_t lanes[8][4];
+};
+constexpr StartRows fill_starts(int32_t v) {
+  StartRows s{};
+  for (auto& row : s.lanes) row[0] = row[1] = row[2] = row[3] = v;
+  return s;
+}
+constexpr StartRows kMagicStarts = fill_starts(kMagicBits);
+constexpr StartRows kZeroStarts = fill_starts(0);
+
+// starts, through a pointer the compiler cannot follow (it changes with `step`, as far as it
+// knows): each accumulator that starts at a constant then starts with a load of its own row,
+// which takes a load pipe, not with a register copy (MOV) on the vector pipes the dot products
+// are short of.
+inline const int32_t* starts_at(const StartRows& starts, int64_t step) {
+  const int32_t* p = &starts.lanes[0][0];
+  asm("" : "+r"(p) : "r"(step));
+  return p;
+}
+
+// Nothing moves across this in GCC's schedule (a volatile asm is a barrier to it): keeps the
+// compiler from hoisting the loads of a later step over the work before it, where all of their
+// vectors at once would spill (the out-of-order core overlaps the steps anyway).
+inline void schedule_barrier() {
+  asm volatile("");
+}
+
 // A tile's half (16 rows) of one stored strip (packed_matrix.h): per block of 32 columns, kLoads
 // loads of kQuadBytes (a quad of the 32 rows, or a pair of quads in nibbles) of which the tile
 // reads its 64 bytes, then the 32 fp16 scales of which it reads its 16.
