@@ -98,8 +98,8 @@ void row_addresses(const int8_t* const* pages, int64_t page_rows, int64_t row_st
 
 int64_t task_scratch_floats(int64_t rows, int64_t head_dim, int64_t heads) {
   // Kernels pad rows to their register block (at most 8), keep o, m, l and a scaled copy of q
-  // per row, and up to 8 rows x 128 scores.
-  return heads * (rows + 8) * (2 * head_dim + 2) + 8 * 128;
+  // per row, and up to 8 rows x kKeyBlock scores.
+  return heads * (rows + 8) * (2 * head_dim + 2) + 8 * kKeyBlock;
 }
 
 }  // namespace attention_kernels

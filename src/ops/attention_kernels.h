@@ -16,6 +16,9 @@
 namespace qvl::ops::attention_kernels {
 
 inline constexpr int64_t kKeyTile = 16;
+// Keys per online-softmax step of the flash tasks (a multiple of kKeyTile); blocks start at
+// multiples of it from key 0 in every task, whatever its queries.
+inline constexpr int64_t kKeyBlock = 128;
 
 // The scalar per-(query, head) implementation; the oracle for tests.
 void attention_reference(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,

@@ -14,8 +14,7 @@ QVL_TARGET_ISA_BEGIN("avx2,fma,f16c")
 namespace qvl::ops::attention_kernels {
 namespace {
 
-constexpr int64_t kKeyBlock = 128;  // keys per online-softmax step (a multiple of kKeyTile)
-constexpr int kRows = 6;            // rows computed together (register blocking)
+constexpr int kRows = 6;  // rows computed together (register blocking)
 
 int64_t min_i64(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -89,30 +88,6 @@ void pv_rows(float* o, int64_t d, const float* alpha, const float* p, const floa
     pv_panel<kLive>(o, d, alpha, p, v + (c0 / kKeyTile) * panel_stride, c0, n_keys);
 }
 
-template <int N>
-struct LiveRows {
-  static constexpr int value = N;
-};
-
-// Calls f(LiveRows<live>()) for live in 1 .. kRows.
-template <typename F>
-void with_live_rows(int live, F f) {
-  switch (live) {
-    case 6:
-      return f(LiveRows<6>());
-    case 5:
-      return f(LiveRows<5>());
-    case 4:
-      return f(LiveRows<4>());
-    case 3:
-      return f(LiveRows<3>());
-    case 2:
-      return f(LiveRows<2>());
-    default:
-      return f(LiveRows<1>());
-  }
-}
-
 // Turns one block of scores (log2 domain) into probabilities against the updated running max,
 // updates the running sums and returns each row's rescale factor in alpha. Scores of keys a row
 // does not see (past visible[r]: causal, or the zero-padded keys of the last tile) get weight 0;
@@ -174,94 +149,40 @@ void softmax_block(float* scores, const int64_t* visible, int64_t n_tiles, float
   }
 }
 
+#include "ops/attention_flash_task.inc"
+
+// The micro-kernels above as the policy of the shared task driver (attention_flash_task.inc).
+struct Avx2FlashKernels {
+  static constexpr int kTileRows = kRows;
+  // Scores and exp in base 2: 2^(x log2 e) = e^x, so neither needs a multiply of its own.
+  static constexpr float kQueryScale = 1.44269504088896341f;
+  using Operand = float;
+  static void pack_query_row(const float* src, float scale, int64_t d, float* block, int r) {
+    pack_query_row_interleaved<kRows>(src, scale, d, block, r);  // see qk_tile
+  }
+  static void block_scores(const float* q, int64_t d, const float* panel, int64_t n_tiles,
+                           float* scores) {
+    for (int64_t t = 0; t < n_tiles; ++t) {
+      qk_tile(q, d, panel + t * d * kKeyTile, scores + t * kKeyTile);
+    }
+  }
+  static void block_probabilities(float* scores, const int64_t* visible, int64_t n_tiles, float* m,
+                                  float* l, float* alpha) {
+    softmax_block(scores, visible, n_tiles, m, l, alpha);
+  }
+  static void add_block_values(float* o, int64_t d, const float* alpha, const float* p,
+                               const float* v, int64_t panel_stride, int64_t n_keys, int live) {
+    with_live_rows<kRows>(live, [&](auto rows_c) {
+      pv_rows<decltype(rows_c)::value>(o, d, alpha, p, v, panel_stride, n_keys);
+    });
+  }
+};
+
 }  // namespace
 
 void task_avx2(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin, int64_t q_end,
                float* scratch) {
-  const AttentionShape& s = p.shape;
-  const int64_t d = s.head_dim, n_heads = s.n_heads, group = s.n_heads / s.n_kv_heads;
-  const int64_t rows = (q_end - q_begin) * group;
-  const int64_t rows_padded = (rows + kRows - 1) / kRows * kRows;
-  const int64_t heads = kvh_end - kvh_begin;
-  float* o_all = scratch;
-  float* m_all = o_all + heads * rows_padded * d;
-  float* l_all = m_all + heads * rows_padded;
-  float* scores = l_all + heads * rows_padded;
-  float* q_all = scores + kRows * kKeyBlock;
-  for (int64_t i = 0; i < heads * rows_padded * d; ++i) o_all[i] = 0.0f;
-  for (int64_t r = 0; r < heads * rows_padded; ++r) {
-    m_all[r] = -__builtin_inff();
-    l_all[r] = 0.0f;
-  }
-  // The rows of q per kv head, kRows at a time interleaved ([c][kRows], see qk_tile) and scaled
-  // by scale * log2(e): the softmax runs in base 2 (2^(x log2 e) = e^x), so neither scores nor
-  // exp need a multiply of their own.
-  const float q_scale = s.scale * 1.44269504088896341f;
-  for (int64_t h = 0; h < heads; ++h) {
-    for (int64_t row = 0; row < rows_padded; ++row) {
-      float* dst = q_all + (h * rows_padded + row / kRows * kRows) * d + row % kRows;
-      if (row >= rows) {  // padding: never visible, never stored
-        for (int64_t c = 0; c < d; ++c) dst[c * kRows] = 0.0f;
-        continue;
-      }
-      const int64_t i = q_begin + row / group;
-      const float* src = p.q + (i * n_heads + (kvh_begin + h) * group + row % group) * d;
-      for (int64_t c = 0; c < d; ++c) dst[c * kRows] = src[c] * q_scale;
-    }
-  }
-  const bool causal = p.causal_offset >= 0;
-  auto visible_keys = [&](int64_t i) {
-    return causal ? min_i64(p.nk, p.causal_offset + i + 1) : p.nk;
-  };
-  const int64_t n_tiles_all = (p.nk + kKeyTile - 1) / kKeyTile;
-  const int64_t v_panel_stride = p.nk * kKeyTile;  // floats from one value panel to the next
-  const int64_t task_keys = visible_keys(q_end - 1);
-  for (int64_t j0 = 0; j0 < task_keys; j0 += kKeyBlock) {
-    const int64_t j1 = min_i64(j0 + kKeyBlock, task_keys);
-    for (int64_t kvh = kvh_begin; kvh < kvh_end; ++kvh) {
-      float* o = o_all + (kvh - kvh_begin) * rows_padded * d;
-      float* m = m_all + (kvh - kvh_begin) * rows_padded;
-      float* l = l_all + (kvh - kvh_begin) * rows_padded;
-      const float* qh = q_all + (kvh - kvh_begin) * rows_padded * d;
-      const float* panels = p.k_panels + kvh * n_tiles_all * d * kKeyTile;
-      const float* values = p.v_panels + kvh * d * p.nk + j0 * kKeyTile;
-      for (int64_t g = 0; g < rows; g += kRows) {
-        int64_t visible[kRows];  // relative to j0
-        int64_t group_keys = 0;
-        for (int r = 0; r < kRows; ++r) {
-          const int64_t i = q_begin + (g + r) / group;
-          visible[r] = g + r < rows ? min_i64(visible_keys(i), j1) - j0 : 0;
-          group_keys = max_i64(group_keys, visible[r]);
-        }
-        if (group_keys <= 0) continue;  // causal: the whole block is in these rows' future
-        const int64_t n_tiles = (group_keys + kKeyTile - 1) / kKeyTile;
-        const float* panel = panels + (j0 / kKeyTile) * d * kKeyTile;
-        for (int64_t t = 0; t < n_tiles; ++t) {
-          qk_tile(qh + g * d, d, panel + t * d * kKeyTile, scores + t * kKeyTile);
-        }
-        const int live = static_cast<int>(min_i64(kRows, rows - g));  // rows past the end: padding
-        float alpha[kRows];
-        softmax_block(scores, visible, n_tiles, m + g, l + g, alpha);
-        float* og = o + g * d;
-        with_live_rows(live, [&](auto rows_c) {
-          pv_rows<decltype(rows_c)::value>(og, d, alpha, scores, values, v_panel_stride,
-                                           group_keys);
-        });
-      }
-    }
-  }
-  for (int64_t kvh = kvh_begin; kvh < kvh_end; ++kvh) {
-    const float* o = o_all + (kvh - kvh_begin) * rows_padded * d;
-    const float* l = l_all + (kvh - kvh_begin) * rows_padded;
-    for (int64_t row = 0; row < rows; ++row) {
-      const int64_t i = q_begin + row / group;
-      float* dst = p.out + (i * n_heads + kvh * group + row % group) * d;
-      const __m256 inv = _mm256_set1_ps(1.0f / l[row]);
-      for (int64_t c = 0; c < d; c += 8) {
-        _mm256_storeu_ps(dst + c, _mm256_mul_ps(_mm256_loadu_ps(o + row * d + c), inv));
-      }
-    }
-  }
+  flash_task<Avx2FlashKernels>(p, kvh_begin, kvh_end, q_begin, q_end, scratch);
 }
 
 }  // namespace qvl::ops::attention_kernels

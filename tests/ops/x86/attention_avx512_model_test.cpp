@@ -42,7 +42,7 @@ namespace {
 
 void task(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin, int64_t q_end,
           float* scratch) {
-  flash_task(p, kvh_begin, kvh_end, q_begin, q_end, scratch);
+  flash_task<Avx512FlashKernels>(p, kvh_begin, kvh_end, q_begin, q_end, scratch);
 }
 void bf16_pairs(const Problem& p, int64_t kvh_begin, int64_t kvh_end, uint32_t* k_pairs,
                 uint32_t* v_pairs) {
@@ -50,7 +50,7 @@ void bf16_pairs(const Problem& p, int64_t kvh_begin, int64_t kvh_end, uint32_t* 
 }
 void task_bf16(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin, int64_t q_end,
                float* scratch) {
-  flash_task_bf16(p, kvh_begin, kvh_end, q_begin, q_end, scratch);
+  flash_task<Avx512Bf16FlashKernels>(p, kvh_begin, kvh_end, q_begin, q_end, scratch);
 }
 
 }  // namespace qvl::ops::attention_kernels::avx512_model
