@@ -1,10 +1,12 @@
 // Qwen3-VL chat format: renders a conversation exactly as the model's Jinja chat template
-// (Qwen3-VL Instruct, chat_template.json) does, in plain C++; parses OpenAI-style messages;
-// checks whether a model folder's template is the one this code reproduces.
+// (Qwen3-VL Instruct or Thinking, chat_template.json) does, in plain C++; parses OpenAI-style
+// messages; checks whether a model folder's template is one this code reproduces.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,9 +31,19 @@ struct ChatMessage {
   bool content_is_string = true;
   std::vector<ChatPart> parts;
   std::vector<ChatToolCall> tool_calls;  // assistant only
+  // Assistant only: the reasoning of that turn (OpenAI-compatible servers' "reasoning_content").
+  // Absent and "" differ, as in the template (`is string`). Only the Thinking template shows it.
+  std::optional<std::string> reasoning_content;
 };
 
+// The two chat templates of the family. Thinking (Qwen3-VL-*-Thinking) opens a <think> block in
+// the generation prompt, shows an assistant turn's reasoning only after the last user query, and
+// renders system messages wherever they are.
+enum class ChatTemplateVariant { kInstruct, kThinking };
+const char* chat_template_variant_name(ChatTemplateVariant variant);  // "Instruct", "Thinking"
+
 struct ChatRenderOptions {
+  ChatTemplateVariant variant = ChatTemplateVariant::kInstruct;
   bool add_generation_prompt = true;
   // Tool (function) definitions, each already rendered as JSON text (see render_tool_json).
   std::vector<std::string> tools;
@@ -44,6 +56,10 @@ struct ChatRenderOptions {
 // Throws Error(kInvalidArgument) for an empty conversation or an unknown role.
 std::string render_chat(const std::vector<ChatMessage>& messages, bool add_generation_prompt);
 std::string render_chat(const std::vector<ChatMessage>& messages, const ChatRenderOptions& options);
+// The Thinking template's rendering (render_chat with that variant calls it after its checks).
+// Assistant content null renders as "" (the Jinja template cannot iterate over null).
+std::string render_thinking_chat(const std::vector<ChatMessage>& messages,
+                                 const ChatRenderOptions& options);
 
 // Image references of the image parts that render_chat turns into pads, in prompt order.
 std::vector<std::string> rendered_image_refs(const std::vector<ChatMessage>& messages);
@@ -51,9 +67,10 @@ std::vector<std::string> rendered_image_refs(const std::vector<ChatMessage>& mes
 // Parses an OpenAI-style "messages" array. Content is a string, null, or a list of parts:
 // {"type":"text","text":...}, {"type":"image_url","image_url":{"url":...}} (or a string),
 // {"type":"image","image":...} (Qwen style; the reference may be absent). Assistant
-// "tool_calls" are kept. Unknown roles or part types, and images outside user/tool messages,
-// throw Error(kInvalidArgument) with the message index in the text. The text form refuses JSON
-// nested deeper than kMaxJsonDepth (tokenizer/json_depth.h) while reading it.
+// "tool_calls" and "reasoning_content" (a string or null) are kept. Unknown roles or part types,
+// and images outside user/tool messages, throw Error(kInvalidArgument) with the message index in
+// the text. The text form refuses JSON nested deeper than kMaxJsonDepth (tokenizer/json_depth.h)
+// while reading it.
 std::vector<ChatMessage> parse_chat_messages(const nlohmann::ordered_json& messages);
 std::vector<ChatMessage> parse_chat_messages_json(std::string_view messages_json);
 
@@ -64,14 +81,24 @@ std::string render_tool_json(const nlohmann::ordered_json& value);
 
 // Model-folder chat template check: looks for chat_template.jinja, then chat_template.json
 // ("chat_template"), then tokenizer_config.json ("chat_template"), and compares an FNV-1a 64
-// hash of the text with the Qwen3-VL template that render_chat reproduces.
+// hash of the text with the Qwen3-VL templates that render_chat reproduces.
 struct ChatTemplateCheck {
-  bool found = false;  // some template text was present
-  bool known = false;  // it is the one render_chat reproduces
-  std::string source;  // file it came from
+  bool found = false;                                            // some template text was present
+  bool known = false;                                            // it is one render_chat reproduces
+  ChatTemplateVariant variant = ChatTemplateVariant::kInstruct;  // which, when known
+  std::string source;                                            // file it came from
   uint64_t hash = 0;
 };
 ChatTemplateCheck check_chat_template(const std::string& model_dir);
+// The same over files given by name ("chat_template.jinja", ...; nullopt when absent), e.g. the
+// folder files a pre-packed model carries. source is then the file's name.
+using ChatTemplateFileReader = std::function<std::optional<std::string>(const std::string& name)>;
+ChatTemplateCheck check_chat_template_in(const ChatTemplateFileReader& read_file);
+// The same for template text from elsewhere (a GGUF's tokenizer.chat_template, a packed file).
+ChatTemplateCheck check_chat_template_text(std::string_view template_text);
+// The variant a model's template text asks for: Thinking when it is the known Thinking template,
+// else Instruct (an unknown template is rendered as Instruct, with a warning from the loader).
+ChatTemplateVariant chat_template_variant(std::string_view template_text);
 // false when the template is missing or differs, so the caller can warn.
 bool is_known_chat_template(const std::string& model_dir);
 uint64_t chat_template_hash(std::string_view template_text);

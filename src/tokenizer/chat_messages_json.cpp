@@ -180,6 +180,13 @@ ChatMessage parse_message(const ordered_json& m, size_t index) {
     }
     for (const ordered_json& call : *calls) out.tool_calls.push_back(parse_tool_call(call, index));
   }
+  auto reasoning = m.find("reasoning_content");
+  if (reasoning != m.end() && !reasoning->is_null()) {
+    if (out.role != "assistant" || !reasoning->is_string()) {
+      bad_message(index, "\"reasoning_content\" must be a string on an assistant message");
+    }
+    out.reasoning_content = reasoning->get<std::string>();
+  }
   return out;
 }
 

@@ -14,6 +14,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const auto messages = qvl::parse_chat_messages_json(text);
     (void)qvl::render_chat(messages, true);
+    qvl::ChatRenderOptions thinking;  // the Thinking template's reasoning and <think> handling
+    thinking.variant = qvl::ChatTemplateVariant::kThinking;
+    (void)qvl::render_chat(messages, thinking);
     (void)qvl::rendered_image_refs(messages);
   } catch (const qvl::Error&) {
   }

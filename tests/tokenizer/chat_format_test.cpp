@@ -106,6 +106,39 @@ TEST(ChatFormat, MatchesJinjaRenderingOfTheTemplate) {
   }
 }
 
+// The same conversations rendered by jinja2 from the Thinking and the Instruct templates
+// (thinking_template_cases.json, written by render_thinking_cases.py).
+TEST(ChatFormat, MatchesJinjaRenderingOfBothVariants) {
+  const auto cases = ordered_json::parse(read_text_file(
+      std::string(QVL_SOURCE_DIR) + "/tests/tokenizer/thinking_template_cases.json"));
+  ASSERT_GE(cases.at("cases").size(), 15u);
+  for (const auto& c : cases.at("cases")) {
+    SCOPED_TRACE(c.at("name").get<std::string>());
+    ChatRenderOptions options;
+    options.add_generation_prompt = c.at("add_generation_prompt");
+    if (c.contains("tools")) {
+      for (const auto& tool : c["tools"]) options.tools.push_back(render_tool_json(tool));
+    }
+    const std::vector<ChatMessage> messages = parse_chat_messages(c.at("messages"));
+    options.variant = ChatTemplateVariant::kThinking;
+    EXPECT_EQ(render_chat(messages, options), c.at("thinking").get<std::string>());
+    options.variant = ChatTemplateVariant::kInstruct;
+    EXPECT_EQ(render_chat(messages, options), c.at("instruct").get<std::string>());
+  }
+}
+
+TEST(ChatFormat, ThinkingRendersNullAssistantContentAsEmpty) {
+  ChatRenderOptions options;
+  options.variant = ChatTemplateVariant::kThinking;
+  options.add_generation_prompt = false;
+  const auto messages = parse_chat_messages_json(R"([{"role": "user", "content": "q"},
+    {"role": "assistant", "content": null, "reasoning_content": "r",
+     "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}])");
+  EXPECT_EQ(render_chat(messages, options),
+            "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nr\n</think>\n\n"
+            "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call><|im_end|>\n");
+}
+
 TEST(ChatFormat, KeepsImageReferencesInPromptOrder) {
   const auto messages = parse_chat_messages_json(R"([
     {"role": "user", "content": [
@@ -151,6 +184,10 @@ TEST(ChatFormat, RejectsBadMessagesClearly) {
   expect_invalid(R"([{"role": "user", "content": [{"type": "image_url", "image_url": 3}]}])",
                  "\"image_url\" must be a string or");
   expect_invalid(R"([{"role": "user", "content": "x", "tool_calls": []}])", "tool_calls");
+  expect_invalid(R"([{"role": "assistant", "content": "x", "reasoning_content": 1}])",
+                 "\"reasoning_content\" must be a string");
+  expect_invalid(R"([{"role": "user", "content": "x", "reasoning_content": "r"}])",
+                 "on an assistant message");
   EXPECT_THROW(render_chat({}, true), Error);
   ChatMessage odd;
   odd.role = "narrator";
@@ -171,6 +208,7 @@ TEST(ChatTemplateCheck, RecognisesQwen3VlTemplate) {
   EXPECT_TRUE(golden.known);
   EXPECT_NE(golden.source.find("chat_template.json"), std::string::npos);
   EXPECT_TRUE(is_known_chat_template(golden_dir()));
+  EXPECT_EQ(golden.variant, ChatTemplateVariant::kInstruct);
 
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("qvl_chat_tpl_" + std::to_string(getpid()));
@@ -189,6 +227,15 @@ TEST(ChatTemplateCheck, RecognisesQwen3VlTemplate) {
   EXPECT_TRUE(changed.found);
   EXPECT_FALSE(changed.known);
   EXPECT_NE(changed.source.find("chat_template.jinja"), std::string::npos);
+  const std::string thinking = read_text_file(
+      std::string(QVL_SOURCE_DIR) + "/tests/tokenizer/qwen3vl_thinking_chat_template.jinja");
+  std::ofstream(dir / "chat_template.jinja", std::ios::trunc) << thinking;
+  const ChatTemplateCheck thinking_check = check_chat_template(dir.string());
+  EXPECT_TRUE(thinking_check.known);
+  EXPECT_EQ(thinking_check.variant, ChatTemplateVariant::kThinking);
+  EXPECT_EQ(chat_template_variant(thinking), ChatTemplateVariant::kThinking);
+  EXPECT_EQ(chat_template_variant(thinking + " "), ChatTemplateVariant::kInstruct);
+  EXPECT_STREQ(chat_template_variant_name(ChatTemplateVariant::kThinking), "Thinking");
   fs::remove_all(dir);
 }
 
