@@ -2,6 +2,10 @@
 // Compiled with -march=armv8.2-a+dotprod+i8mm.
 #include <arm_neon.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
 #include "ops/arm/int8_gemm_neon.h"
 #include "ops/arm/int8_tile_common_neon.h"
 #include "ops/packed_matrix.h"
@@ -17,84 +21,127 @@ inline void row_pairs(uint8x16_t a, uint8x16_t b, uint8x16_t& pair01, uint8x16_t
   pair23 = vreinterpretq_u8_u32(vzip2q_u32(a32, b32));
 }
 
+// Blocks per pass: the tile's 4 passes over a chunk (one per group of 4 rows) find the chunk's
+// weights (8 KiB q8) and laid-out x (7 KiB) in L1.
+constexpr int64_t kChunkBlocks = 16;
+
+// What the 4 passes over a chunk read of x pair j (rows 2j, 2j + 1) in one block, laid out once
+// by lay_out_pairs: the USMMLA operands, the accumulators' starts and the x scales, in the lanes'
+// order [x 2j, x 2j + 1, x 2j, x 2j + 1] of a 2 x 2 tile's rows (see i8mm_tile).
+struct alignas(16) PairBlock {
+  int8_t x[4][16];      // columns 8p .. 8p + 7 of row 2j, then of row 2j + 1 (past R: zeros)
+  int32_t start[2][4];  // two copies, one per accumulator: each starts with its own load
+  float xscale[4];
+};
+
+// The chunk's PairBlocks, [block][pair]. Plain 8-byte copies (general registers, load and store
+// pipes): the pairing takes none of the vector pipes the passes are short of.
 template <int R, Stored W>
-void i8mm_tile(const Int8Tile& t) {
+void lay_out_pairs(const Int8Tile& t, int64_t b0, int64_t nb, PairBlock* out) {
+  constexpr int kPairs = (R + 1) / 2;
+  // q8 weights are q + 128, q4 nibbles q + 8: the dots start at kMagic's bits less that offset
+  // times sum(x).
+  constexpr int32_t kOffset = W == Stored::kQ4 ? 8 : 128;
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int j = 0; j < kPairs; ++j) {
+      PairBlock& pb = out[b * kPairs + j];
+      const bool second = 2 * j + 1 < R;
+      const int64_t i0 = 2 * j, i1 = second ? 2 * j + 1 : 2 * j;
+      const int8_t* x0 = t.xq + i0 * t.ldx + (b0 + b) * 32;
+      const int8_t* x1 = t.xq + i1 * t.ldx + (b0 + b) * 32;
+      for (int p = 0; p < 4; ++p) {
+        uint64_t row0, row1 = 0;
+        std::memcpy(&row0, x0 + 8 * p, 8);
+        if (second) std::memcpy(&row1, x1 + 8 * p, 8);
+        std::memcpy(pb.x[p], &row0, 8);
+        std::memcpy(pb.x[p] + 8, &row1, 8);
+      }
+      const int64_t at0 = i0 * t.ldxs + b0 + b, at1 = i1 * t.ldxs + b0 + b;
+      const int32_t s0 = kMagicBits - kOffset * t.xsum[at0];
+      const int32_t s1 = kMagicBits - kOffset * t.xsum[at1];
+      for (auto& start : pb.start) {
+        start[0] = start[2] = s0;
+        start[1] = start[3] = s1;
+      }
+      pb.xscale[0] = pb.xscale[2] = t.xscale[at0];
+      pb.xscale[1] = pb.xscale[3] = second ? t.xscale[at1] : 0.0f;
+    }
+  }
+}
+
+// A pass per group of 4 rows over a chunk of blocks, each pair's fp32 sums kept in registers as
+// 2 x 2 tiles ([4g, 4g + 1] and [4g + 2, 4g + 3] x [2j, 2j + 1]) across the chunk: C is read
+// and written once per chunk (ZIP/UZP to and from the tiles), not per block.
+template <int R, Stored W>
+[[gnu::noinline]] void i8mm_tile(const Int8Tile& t) {
   constexpr bool kQ4 = W == Stored::kQ4;
-  constexpr int kPairs = (R + 1) / 2;  // x rows 2j, 2j + 1 (past R: zeros)
+  constexpr int kPairs = (R + 1) / 2;
   constexpr int64_t kQuadBytes = StripHalf<W>::kQuadBytes;
   const StripHalf<W> half(t);
-  // Locals: the compiler cannot tell that the stores to c leave t alone.
-  const int8_t* const xq = t.xq;
-  const float* const xscale = t.xscale;
-  const int32_t* const xsum = t.xsum;
   float* const c0 = t.c;
-  const int64_t ldx = t.ldx, ldxs = t.ldxs, ldc = t.ldc;
-  const int64_t nblocks = t.nblocks;
-  for (int64_t b = 0; b < nblocks; ++b) {
-    half.prefetch(b);
-    const uint8_t* weights = half.weights(b);
-    const uint8_t* fp16 = half.scales(b);
-    // x[j][p]: columns 8p .. 8p + 7 of x rows 2j and 2j + 1, the whole block.
-    int8x16_t x[kPairs][4];
-#pragma GCC unroll 8
-    for (int j = 0; j < kPairs; ++j) {
-      const int8_t* x0 = xq + 2 * j * ldx + b * 32;
-      const int8_t* x1 = x0 + ldx;
-#pragma GCC unroll 8
-      for (int p = 0; p < 4; ++p) {
-        x[j][p] =
-            vcombine_s8(vld1_s8(x0 + 8 * p), 2 * j + 1 < R ? vld1_s8(x1 + 8 * p) : vdup_n_s8(0));
-      }
-    }
-    // Every tile starts at kMagicBits less the weights' offset times sum(x) of its x row, in the
-    // lanes' order [x 2j, x 2j + 1, x 2j, x 2j + 1] (see below).
-    const int32x4_t magic = vdupq_n_s32(kMagicBits);
-    int32x4_t start[kPairs];
-#pragma GCC unroll 8
-    for (int j = 0; j < kPairs; ++j) {
-      const int32x4_t s0 = vld1q_dup_s32(xsum + 2 * j * ldxs + b);
-      const int32x4_t s1 = 2 * j + 1 < R ? vld1q_dup_s32(xsum + (2 * j + 1) * ldxs + b) : s0;
-      start[j] = vsubq_s32(magic, vshlq_n_s32(vzip1q_s32(s0, s1), kQ4 ? 3 : 7));
-    }
-    // Rows 4g .. 4g + 3 of the tile: per x pair, [4g, 4g + 1] and [4g + 2, 4g + 3] x [2j, 2j + 1].
-#pragma GCC unroll 4
+  const int64_t ldc = t.ldc;
+  PairBlock pairs[kChunkBlocks * kPairs];
+  for (int64_t b0 = 0; b0 < t.nblocks; b0 += kChunkBlocks) {
+    const int64_t nb = std::min(t.nblocks - b0, kChunkBlocks);
+    lay_out_pairs<R, W>(t, b0, nb, pairs);
+#pragma GCC unroll 1
     for (int g = 0; g < 4; ++g) {
-      int32x4_t acc[kPairs][2];
-#pragma GCC unroll 8
-      for (int j = 0; j < kPairs; ++j) acc[j][0] = acc[j][1] = start[j];
-      const uint8_t* w = weights + g * 16;
+      float32x4_t sum[kPairs][2];
 #pragma GCC unroll 4
-      for (int p = 0; p < 4; ++p) {
-        uint8x16_t pair01, pair23;
-        if constexpr (kQ4) {
-          const uint8x16_t nibbles = vld1q_u8(w + p * kQuadBytes);
-          row_pairs(vandq_u8(nibbles, vdupq_n_u8(0x0f)), vshrq_n_u8(nibbles, 4), pair01, pair23);
-        } else {
-          row_pairs(vld1q_u8(w + 2 * p * kQuadBytes), vld1q_u8(w + (2 * p + 1) * kQuadBytes),
-                    pair01, pair23);
-        }
-#pragma GCC unroll 8
+      for (int j = 0; j < kPairs; ++j) {
+        const float32x4_t row0 = vld1q_f32(c0 + 2 * j * ldc + g * 4);
+        const float32x4_t row1 =
+            2 * j + 1 < R ? vld1q_f32(c0 + (2 * j + 1) * ldc + g * 4) : vdupq_n_f32(0.0f);
+        sum[j][0] = vzip1q_f32(row0, row1);
+        sum[j][1] = vzip2q_f32(row0, row1);
+      }
+      for (int64_t b = 0; b < nb; ++b) {
+        if (g == 0) half.prefetch(b0 + b);
+        const uint8_t* w = half.weights(b0 + b) + g * 16;
+        const PairBlock* pb = pairs + b * kPairs;
+        int32x4_t acc[kPairs][2];
+#pragma GCC unroll 4
         for (int j = 0; j < kPairs; ++j) {
-          acc[j][0] = vusmmlaq_s32(acc[j][0], pair01, x[j][p]);
-          acc[j][1] = vusmmlaq_s32(acc[j][1], pair23, x[j][p]);
+          acc[j][0] = vld1q_s32(pb[j].start[0]);
+          acc[j][1] = vld1q_s32(pb[j].start[1]);
+        }
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p) {
+          uint8x16_t pair01, pair23;
+          if constexpr (kQ4) {
+            const uint8x16_t nibbles = vld1q_u8(w + p * kQuadBytes);
+            row_pairs(vandq_u8(nibbles, vdupq_n_u8(0x0f)), vshrq_n_u8(nibbles, 4), pair01, pair23);
+          } else {
+            row_pairs(vld1q_u8(w + 2 * p * kQuadBytes), vld1q_u8(w + (2 * p + 1) * kQuadBytes),
+                      pair01, pair23);
+          }
+#pragma GCC unroll 4
+          for (int j = 0; j < kPairs; ++j) {
+            const int8x16_t x = vld1q_s8(pb[j].x[p]);
+            acc[j][0] = vusmmlaq_s32(acc[j][0], pair01, x);
+            acc[j][1] = vusmmlaq_s32(acc[j][1], pair23, x);
+          }
+        }
+        schedule_barrier();  // the scale products after the dots, not all live across them
+        // Scales in the tiles' lanes: [w 4g, 4g, 4g + 1, 4g + 1] (and 4g + 2, 4g + 3) times
+        // [x 2j, 2j + 1, 2j, 2j + 1]: each product is w_scale[r] * x_scale[i], as in every tile.
+        const float32x4_t ws = widen_scales(half.scales(b0 + b) + g * 8);
+        const float32x4_t ws01 = vzip1q_f32(ws, ws), ws23 = vzip2q_f32(ws, ws);
+#pragma GCC unroll 4
+        for (int j = 0; j < kPairs; ++j) {
+          const float32x4_t xs = vld1q_f32(pb[j].xscale);
+          const float32x4_t magic = vdupq_n_f32(kMagic);
+          sum[j][0] = vfmaq_f32(sum[j][0], vsubq_f32(vreinterpretq_f32_s32(acc[j][0]), magic),
+                                vmulq_f32(ws01, xs));
+          sum[j][1] = vfmaq_f32(sum[j][1], vsubq_f32(vreinterpretq_f32_s32(acc[j][1]), magic),
+                                vmulq_f32(ws23, xs));
         }
       }
-      const float32x4_t ws = widen_scales(fp16 + g * 8);
-// acc lanes: [w 4g x 2j, w 4g x 2j+1, w 4g+1 x 2j, w 4g+1 x 2j+1] (and 4g+2, 4g+3).
-#pragma GCC unroll 8
+#pragma GCC unroll 4
       for (int j = 0; j < kPairs; ++j) {
-#pragma GCC unroll 8
-        for (int e = 0; e < 2; ++e) {
-          const int64_t i = 2 * j + e;
-          if (i >= R) break;
-          const int32x4_t dot =
-              e == 0 ? vuzp1q_s32(acc[j][0], acc[j][1]) : vuzp2q_s32(acc[j][0], acc[j][1]);
-          float* c = c0 + i * ldc + g * 4;
-          const float32x4_t scale = vmulq_n_f32(ws, xscale[i * ldxs + b]);
-          vst1q_f32(
-              c, vfmaq_f32(vld1q_f32(c), vsubq_f32(vreinterpretq_f32_s32(dot), vdupq_n_f32(kMagic)),
-                           scale));
-        }
+        vst1q_f32(c0 + 2 * j * ldc + g * 4, vuzp1q_f32(sum[j][0], sum[j][1]));
+        if (2 * j + 1 < R)
+          vst1q_f32(c0 + (2 * j + 1) * ldc + g * 4, vuzp2q_f32(sum[j][0], sum[j][1]));
       }
     }
   }

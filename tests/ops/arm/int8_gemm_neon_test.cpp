@@ -2,8 +2,9 @@
 // against int8_gemm_reference: every x-row tail of the tile, both halves of a strip, a partial
 // strip, chunked and whole depths, with and without prefetch; the same bits whatever the tile's
 // row count and for every kernel (batch invariance); the ARMv8.0 SMULL tile against the SDOT tile
-// bit for bit (every tail, extreme products); and the NEON x quantization against the scalar one
-// bit for bit. Tiles the CPU lacks are skipped.
+// bit for bit (every tail, extreme products), and the i8mm tile against the SDOT tile over many
+// chunks; and the NEON x quantization against the scalar one bit for bit. Tiles the CPU lacks are
+// skipped.
 #include "ops/arm/int8_gemm_neon.h"
 
 #include <asm/hwcap.h>
@@ -270,6 +271,37 @@ TEST(Int8GemmNeonSmull, TheGemmGivesTheBitsOfTheDotprodGemmAtAnyM) {
         ASSERT_EQ(std::bit_cast<uint32_t>(got[at]), std::bit_cast<uint32_t>(want[at]))
             << quant_type_name(type) << " n " << p.n << " k " << p.k << " m " << p.m << " at x row "
             << static_cast<int64_t>(at) / p.n << ", w row " << static_cast<int64_t>(at) % p.n;
+      }
+    }
+  }
+}
+
+TEST(Int8GemmNeonI8mm, GivesTheBitsOfTheDotprodTileOverManyChunks) {
+  // Deep enough (k 1120: 35 blocks) for the tiles' chunks of 16 blocks and their tails, on the
+  // extreme products and random ones, every x-row count of the i8mm tile against dotprod's m = 1.
+  if (!has_i8mm()) GTEST_SKIP() << "this CPU lacks i8mm";
+  const int64_t n = 70, k = 1120, m = 9, nb = k / kBlockCols;
+  for (bool extreme : {false, true}) {
+    std::vector<float> w, x;
+    if (extreme) {
+      extreme_inputs(n, k, m, w, x);
+    } else {
+      w = random_vector(static_cast<size_t>(n * k), 170, 0.05f);
+      x = random_vector(static_cast<size_t>(m * k), 171, 1.0f);
+    }
+    const QuantX qx = quantize(x, m, k);
+    for (QuantType type : {QuantType::kQ8Strips, QuantType::kQ4Strips}) {
+      const auto packed = PackedMatrix::pack(WeightRef{WeightType::kF32, w.data(), n, k}, type);
+      const bool q8 = type == QuantType::kQ8Strips;
+      const auto want = run_tiles(q8 ? kDotprod.q8s : kDotprod.q4s, 1, packed, qx, m, nb, 0);
+      for (int64_t x_rows = 2; x_rows <= kI8mm.x_rows; ++x_rows) {
+        const auto got = run_tiles(q8 ? kI8mm.q8s : kI8mm.q4s, x_rows, packed, qx, m, nb, 0);
+        for (size_t at = 0; at < want.size(); ++at) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[at]), std::bit_cast<uint32_t>(want[at]))
+              << quant_type_name(type) << (extreme ? " extreme" : "") << " x_rows " << x_rows
+              << " at x row " << static_cast<int64_t>(at) / n << ", w row "
+              << static_cast<int64_t>(at) % n;
+        }
       }
     }
   }
