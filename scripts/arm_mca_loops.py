@@ -49,16 +49,16 @@ NEON_CPUS = [
 OURS = [
     # int8 GEMM tiles (8 x rows: prefill and the vision tower; no prefetch past 256 x rows).
     dict(id="sdot-q8", group="gemm", name="SDOT q8 strips", file="src/ops/arm/int8_gemm_neon_dotprod.cpp",
-         funcs=[r"dotprod_tile<8, .*Stored\)0>", r"int8_tile_q8s_neon_dotprod"], key="int8", pick="max",
+         funcs=[r"batch_tile<8, .*Stored\)0>"], key="int8", pick="max",
          prefetch=False, work="int8", peak="sdot", peers=["gemm-q8_0-4x4"]),
     dict(id="sdot-q4", group="gemm", name="SDOT q4 strips", file="src/ops/arm/int8_gemm_neon_dotprod.cpp",
-         funcs=[r"dotprod_tile<8, .*Stored\)1>", r"int8_tile_q4s_neon_dotprod"], key="int8", pick="max",
+         funcs=[r"batch_tile<8, .*Stored\)1>"], key="int8", pick="max",
          prefetch=False, work="int8", peak="sdot", peers=["gemm-q4_0-4x4"]),
     dict(id="usmmla-q8", group="gemm", name="USMMLA q8 strips", file="src/ops/arm/int8_gemm_neon_i8mm.cpp",
-         funcs=[r"i8mm_tile<8, .*Stored\)0>", r"int8_tile_q8s_neon_i8mm"], key="int8", pick="max",
+         funcs=[r"i8mm_tile<8, .*Stored\)0>"], key="int8", pick="max",
          prefetch=False, work="int8", peak="usmmla", peers=["gemm-q8_0-4x8-i8mm", "vec-dot-q8_0-i8mm"]),
     dict(id="usmmla-q4", group="gemm", name="USMMLA q4 strips", file="src/ops/arm/int8_gemm_neon_i8mm.cpp",
-         funcs=[r"i8mm_tile<8, .*Stored\)1>", r"int8_tile_q4s_neon_i8mm"], key="int8", pick="max",
+         funcs=[r"i8mm_tile<8, .*Stored\)1>"], key="int8", pick="max",
          prefetch=False, work="int8", peak="usmmla",
          peers=["gemm-q4_0-4x8-i8mm", "gemm-q4_K-8x8-i8mm", "vec-dot-q4_0-i8mm"]),
     # The ARMv8.0 tile (4 x rows; the `neon` level): one iteration is one group of 4 weight rows.
@@ -68,13 +68,13 @@ OURS = [
     dict(id="smull-q4", group="smull", name="SMULL q4 strips", file="src/ops/arm/int8_gemm_neon_smull.cpp",
          funcs=[r"int8_tile_q4s_neon_smull"], key="int8", pick="max", prefetch=False, work="int8",
          peak="smull", neon=True, peers=["vec-dot-q4_0-neon"]),
-    # Decode GEMV: the m = 1 tile (inlined into the entry point), strips streamed with prefetch.
+    # Decode GEMV: the m = 1 tile (decode_tile), strips streamed with prefetch.
     dict(id="gemv-q8", group="gemv", name="SDOT q8, m = 1 (decode)", file="src/ops/arm/int8_gemm_neon_dotprod.cpp",
-         funcs=[r"dotprod_tile<1, .*Stored\)0>", r"int8_tile_q8s_neon_dotprod"], key="int8", pick="min",
+         funcs=[r"decode_tile<.*Stored\)0>"], key="int8", pick="min",
          prefetch=True, work="int8", peak="sdot", weight_bytes=1.0,
          peers=["gemv-q8_0-4x4", "gemv-q8_0-4x8", "vec-dot-q8_0"]),
     dict(id="gemv-q4", group="gemv", name="SDOT q4, m = 1 (decode)", file="src/ops/arm/int8_gemm_neon_dotprod.cpp",
-         funcs=[r"dotprod_tile<1, .*Stored\)1>", r"int8_tile_q4s_neon_dotprod"], key="int8", pick="min",
+         funcs=[r"decode_tile<.*Stored\)1>"], key="int8", pick="min",
          prefetch=True, work="int8", peak="sdot", weight_bytes=0.5,
          peers=["gemv-q4_0-4x4", "gemv-q4_0-4x8", "vec-dot-q4_0"]),
     # bf16 weights (the vision tower's default type): the fp32 blocked GEMM's 6 x 16 tile (weights
@@ -860,15 +860,33 @@ def write_report(a, results, peaks, qvl_cmds, llama_cmds):
                       " | ".join(cell(pr, ps, c, unit) for c, _ in cpus) + " |")
         w("")
 
-    w("## int8 GEMM tiles (prefill, vision tower): 16 weight rows x 8 x rows per block of 32 columns")
+    w("## int8 GEMM tiles (prefill, vision tower): 16 weight rows x 8 x rows, a pass per 4 rows")
     w("")
-    w("Our tiles without their optional prefetch (on only for batches of at most 256 rows); one "
-      "iteration is one block of 32 columns. Each llama.cpp loop has its own block (its work "
+    w("Our tiles without their optional prefetch (on only for batches of at most 256 rows); they "
+      "take a pass per group of 4 weight rows over a chunk of 16 blocks, their fp32 sums in "
+      "registers, so one iteration is one block of 32 columns of 4 weight rows against the 8 x "
+      "rows. Each llama.cpp loop has its own block (its work "
       "column), so compare the cells, which are per 1024 MACs. Peers: the repacked Q8_0/Q4_0 "
       "GEMMs (interleaved 4 columns; dotprod, or i8mm for the 4x8 ones), the i8mm Q4_K 8x8 GEMM, "
       "and the i8mm path of the plain vec_dot (two rows by two columns per SMMLA).")
     w("")
     rows_for([s for s in OURS if s["group"] == "gemm"])
+    w("Bound. Per 4 outputs (4 weight rows x one x row) and block of 32 columns a tile issues 8 "
+      "SDOT (or 4 USMMLA) and, however it is arranged, 3 vector instructions of the fp32 update "
+      "that keeps every row's bits: the int-to-float of the exact dot (FSUB of the magic bits, or "
+      "SCVTF #4), the scale product w_scale x x_scale and the FMLA (the accumulators start with a "
+      "load, off the vector pipes; the sums stay in registers). The weights' conversion, shared "
+      "by the 8 x rows, adds 1 per 4 outputs (q8: EOR for SDOT, 2 ZIPs per 2 loads for USMMLA), "
+      "1.5 (q4 SDOT: EOR, SHL, AND per 16 bytes of nibbles) or 2 (q4 USMMLA: AND, USHR, 2 ZIPs), "
+      "the weight scales' widening about 0.25-0.4. Every core here runs SDOT/USMMLA and the fp32 "
+      "ops on the same vector pipes, so the share of the peak is at most 8 / (8 + 3) = 73% for "
+      "SDOT and 4 / (4 + 3) = 57% for USMMLA even with a free conversion, and with it 8 / 12.25 "
+      "= 65% (SDOT q8), 8 / 12.75 = 63% (SDOT q4), 4 / 8.4 = 48% (USMMLA q8) and 4 / 9.4 = 43% "
+      "(USMMLA q4). The issue's 80% is out of reach for a block-32 quant whose per-block fp32 "
+      "scale is applied per output in fp32; the cells above sit at these bounds (N1: 49 and 51 "
+      "cycles for a 32-cycle peak). Past them only a format change helps: larger blocks, or "
+      "integer sub-scales as in q4_K, so that int32 sums span more columns per fp32 update.")
+    w("")
 
     ncpus = NEON_CPUS + CPUS[:1]
     w("## int8 GEMM tile without dotprod (`neon` level): SMULL/SMLAL + SADALP, 16 weight rows x 4 x rows")
@@ -898,8 +916,13 @@ def write_report(a, results, peaks, qvl_cmds, llama_cmds):
     w("## Decode GEMV (m = 1): SDOT on streamed strips, with prefetch")
     w("")
     w("Our m = 1 tile: one iteration is one block of 32 columns of the 16 weight rows against the "
-      "one x row (the dotprod tile also serves m = 1 on i8mm cores). llama.cpp's peers: its "
-      "repacked GEMVs (4 interleaved columns) and the plain vec_dot of a row.")
+      "one x row (the dotprod tile also serves m = 1 on i8mm cores), a quad of the 16 rows being "
+      "one 64-byte LD1. llama.cpp's peers: its repacked GEMVs (4 interleaved columns) and the "
+      "plain vec_dot of a row. Bound at m = 1, per 4 outputs and block: 8 SDOT, the weights' "
+      "conversion for that one x row (8: an EOR per q8 quad, since the stored strips hold "
+      "q + 128, the layout shared with x86's VNNI, where llama.cpp's repacked q8_0 is signed; "
+      "an AND or USHR per q4 quad), the 3 of the fp32 update and 2 for the scales' widening "
+      "(FCVTL is 2 uops): 8 / 21 = 38% of the SDOT peak, 84 cycles per 1024 MACs on N1.")
     w("")
     rows_for([s for s in OURS if s["group"] == "gemv"])
     w("### Decode loads per 16 bytes of weights")
