@@ -106,6 +106,9 @@ struct Message {
   std::vector<ContentPart> parts;    // a string content is one text part
   std::vector<ToolCall> tool_calls;  // assistant messages of the history
   std::string tool_call_id;          // tool messages (the chat template does not show it)
+  // Assistant messages of the history: that turn's reasoning. A Thinking model's template shows
+  // it (after the last user query only); Instruct ignores it. Absent and "" differ there.
+  std::optional<std::string> reasoning_content;
 };
 
 // A function the model may call (an OpenAI "tools" entry of type "function").
@@ -225,6 +228,11 @@ struct ModelCost {
 
 struct ModelInfo {
   std::string name;  // folder name, e.g. "Qwen3-VL-2B-Instruct"
+  // "Instruct" or "Thinking", from the chat template the model ships. A Thinking model's answers
+  // begin inside a <think> block: GenerationResult::text holds that reasoning, "</think>", then
+  // the answer (split them with reasoning_split.h's ReasoningSplitter or split_reasoning).
+  std::string variant = "Instruct";
+  bool thinking = false;
   int64_t context_length = 0;
   int64_t vocab_size = 0;
   int64_t image_min_tokens = 0;

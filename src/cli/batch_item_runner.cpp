@@ -5,6 +5,7 @@
 #include "server/api_error.h"
 #include "server/logprobs_format.h"
 #include "server/openai_format.h"
+#include "server/reasoning_split.h"
 
 namespace qvl::cli {
 namespace {
@@ -97,17 +98,25 @@ std::optional<BatchLine> BatchItemRunner::run(const BatchItem& item,
     if (result.finish == FinishReason::kCancelled) return std::nullopt;
     out.prompt_tokens = result.stats.prompt_tokens;
     out.completion_tokens = result.stats.completion_tokens;
+    // A Thinking model's answer is what follows its reasoning (server/reasoning_split.h).
+    std::string text = result.text;
+    if (chat.reasoning != server::ReasoningOutput::kRaw) {
+      server::SplitAnswer split = server::split_reasoning(result.text);
+      text = split.content.value_or("");
+      if (chat.reasoning == server::ReasoningOutput::kSplit)
+        out.line["reasoning"] = split.reasoning;
+    }
     if (wants_json(body)) {
-      json answer = json::parse(result.text, nullptr, /*allow_exceptions=*/false);
+      json answer = json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (answer.is_discarded()) {
-        out.line["text"] = result.text;
+        out.line["text"] = text;
         return fail_line({{"message", "the answer is not valid JSON"},
                           {"param", nullptr},
                           {"code", "invalid_json_answer"}});
       }
       out.line["answer"] = std::move(answer);
     } else {
-      out.line["answer"] = result.text;
+      out.line["answer"] = text;
     }
     out.line["finish_reason"] = finish_name(result.finish);
     out.line["usage"] = server::usage_json(result.stats);

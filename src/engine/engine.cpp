@@ -99,6 +99,8 @@ class EngineImpl : public Engine {
                                    : std::max(min_tokens, kDefaultImageMaxTokens);
     preprocess_ = with_token_budget(model_->preprocess, min_tokens, max_tokens);
     info_.name = model_->dir.substr(model_->dir.find_last_of('/') + 1);
+    info_.thinking = model_->chat_variant == ChatTemplateVariant::kThinking;
+    info_.variant = chat_template_variant_name(model_->chat_variant);
     const int64_t model_ctx = model_->config.text.max_position_embeddings;
     info_.context_length =
         options.max_context > 0 ? std::min(options.max_context, model_ctx) : model_ctx;
@@ -159,6 +161,12 @@ class EngineImpl : public Engine {
   EncodedImages encode_images(const GenerationRequest& request, const std::vector<int>& order,
                               const std::atomic<bool>* cancel);
   EngineStats stats() const override;
+  // The id of "</think>" (-1 if the tokenizer has no such single token): where a Thinking
+  // model's reasoning ends and a constrained answer begins.
+  int64_t think_end_id() const {
+    const std::vector<int32_t> ids = model_->tokenizer.encode("</think>");
+    return ids.size() == 1 ? ids[0] : -1;
+  }
   std::shared_ptr<const ConstraintVocabulary> constraint_vocabulary() {
     std::call_once(vocabulary_once_, [&] {
       vocabulary_ = std::make_shared<const ConstraintVocabulary>(model_->tokenizer,
@@ -281,8 +289,10 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
   if (auto grammar = compile_output_constraint(request)) {
     seq.constraint = std::make_unique<TokenConstraint>(std::move(grammar), constraint_vocabulary(),
                                                        model_->generation.eos_token_ids);
+    if (info_.thinking) seq.think_end_id = think_end_id();
   }
-  const std::string prompt_text = render_prompt(request.messages, request.tools);
+  const std::string prompt_text =
+      render_prompt(request.messages, request.tools, model_->chat_variant);
   result.prompt_ids = prompt_token_ids(model_->tokenizer, cfg, prompt_text, image_tokens);
   const auto& ids = result.prompt_ids;
   const int64_t n = static_cast<int64_t>(ids.size());
@@ -360,9 +370,9 @@ ScoreResult EngineImpl::score(const GenerationRequest& request,
       encode_images(request, image_order(request.messages), nullptr).features;
   std::vector<int64_t> image_tokens;
   for (const auto& f : images) image_tokens.push_back(f->vision.tokens);
-  const std::vector<int64_t> ids =
-      prompt_token_ids(model_->tokenizer, model_->config,
-                       render_prompt(request.messages, request.tools), image_tokens);
+  const std::vector<int64_t> ids = prompt_token_ids(
+      model_->tokenizer, model_->config,
+      render_prompt(request.messages, request.tools, model_->chat_variant), image_tokens);
   std::lock_guard<TurnLock> turn(turn_);
   return score_continuation(decoder_, model_->config, ids, images, continuation,
                             info_.context_length, on_logits);

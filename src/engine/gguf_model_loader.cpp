@@ -18,9 +18,6 @@
 namespace qvl {
 namespace {
 
-// The Qwen3-VL Instruct template render_chat reproduces (as tokenizer/chat_template_check.cpp).
-constexpr uint64_t kKnownTemplateHash = 0xf67afe266c470df1ULL;
-
 bool is_projector(const GgufFile& f) {
   return f.find("general.architecture") && f.get_string("general.architecture") == "clip";
 }
@@ -126,7 +123,9 @@ std::unique_ptr<LoadedModel> load_gguf_model(const GgufPairPaths& paths,
   m->text_weights = load_text_weights(m->config, m->store, types);
   m->vision_weights = load_vision_weights(m->config.vision, m->store, types);
   const auto chat_template = pair->text.string_or_none("tokenizer.chat_template");
-  if (!chat_template || chat_template_hash(*chat_template) != kKnownTemplateHash) {
+  const ChatTemplateCheck chat = check_chat_template_text(chat_template.value_or(""));
+  m->chat_variant = chat.variant;
+  if (!chat.known) {
     QVL_LOG(kWarn) << "the chat template in '" << paths.text
                    << "' is not one qvl knows; prompts are rendered as Qwen3-VL's template does";
   }

@@ -38,7 +38,9 @@ std::unique_ptr<LoadedModel> load_folder(const std::string& dir, const std::stri
                                                      Tokenizer::from_model_dir(dir)});
   m->text_weights = load_text_weights(m->config, m->store, types);
   m->vision_weights = load_vision_weights(m->config.vision, m->store, types);
-  if (!is_known_chat_template(dir)) {
+  const ChatTemplateCheck chat = check_chat_template(dir);
+  m->chat_variant = chat.variant;
+  if (!chat.known) {
     QVL_LOG(kWarn) << "the chat template in '" << dir
                    << "' is not one qvl knows; prompts are rendered as Qwen3-VL's template does";
   }
@@ -99,6 +101,10 @@ std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std
   const bool head_tied = file.lm_head_tied();
   const bool template_known = file.store().metadata().count(kPackedChatTemplateKnownKey) &&
                               file.store().metadata().at(kPackedChatTemplateKnownKey) == "true";
+  const ChatTemplateCheck chat = check_chat_template_in([&](const std::string& name) {
+    const auto text = file.file(name);
+    return text ? std::optional<std::string>(std::string(*text)) : std::nullopt;
+  });
   auto m = std::make_unique<LoadedModel>(LoadedModel{path,
                                                      config,
                                                      std::move(generation),
@@ -107,6 +113,7 @@ std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std
                                                      {},
                                                      {},
                                                      std::move(tokenizer)});
+  m->chat_variant = chat.variant;
   WeightTypes types = weight_types_for(stored, "", stored_vision);
   if (const PackedTensor* head = m->store.packed(kPackedHeadName)) {
     types.lm_head = ops::values_type(head->type);

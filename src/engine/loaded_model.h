@@ -12,6 +12,7 @@
 #include "model/text_decoder.h"
 #include "model/vision_encoder.h"
 #include "model/vision_weights.h"
+#include "tokenizer/chat_format.h"
 #include "tokenizer/tokenizer.h"
 
 namespace qvl {
@@ -25,6 +26,8 @@ struct LoadedModel {
   TextWeights text_weights;
   VisionWeights vision_weights;
   Tokenizer tokenizer;
+  // Which chat template the model ships (Instruct when it is not one qvl knows).
+  ChatTemplateVariant chat_variant = ChatTemplateVariant::kInstruct;
 };
 
 // Loads a model folder, or a pre-packed model file (`qvl quantize`, model/packed_file.h) whose

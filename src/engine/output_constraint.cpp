@@ -115,6 +115,22 @@ void TokenConstraint::mask(float* logits, int64_t vocab, int64_t tokens_left) {
   mask_ms_ += timer.millis();
 }
 
+void TokenConstraint::mask_reasoning(float* logits, int64_t vocab, int64_t tokens_left,
+                                     int64_t think_end) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  // The answer then needs, at worst, one token per byte of its shortest completion and the end.
+  const int64_t answer_tokens = matcher_.distance() + 1;
+  if (tokens_left - 1 <= answer_tokens && think_end >= 0 && think_end < vocab) {
+    const float kept = logits[think_end];
+    std::fill(logits, logits + vocab, kNegInf);
+    logits[think_end] = kept;
+    return;
+  }
+  for (int64_t id : end_ids_) {
+    if (id >= 0 && id < vocab) logits[id] = kNegInf;
+  }
+}
+
 void TokenConstraint::accept(int64_t token) {
   if (token < 0 || token >= vocabulary_->size() || vocabulary_->bytes(token).empty() ||
       !matcher_.advance(vocabulary_->bytes(token))) {

@@ -44,6 +44,10 @@ class TokenConstraint {
   // completion distance is in bytes, and a token has at least one). End ids stay only when the
   // answer is complete. Never leaves nothing: with too small a budget the limit is dropped.
   void mask(float* logits, int64_t vocab, int64_t tokens_left);
+  // A Thinking model's reasoning, before the constrained answer: free text, but it may not end
+  // the answer, and it is closed (only `think_end` allowed) once just enough of the budget is
+  // left for the constrained answer to still fit. `tokens_left` counts this step.
+  void mask_reasoning(float* logits, int64_t vocab, int64_t tokens_left, int64_t think_end);
   // Advances over a sampled token (not an end id). Throws kInternal if the grammar rejects it.
   void accept(int64_t token);
   // Complete, and nothing may follow: the answer is over.

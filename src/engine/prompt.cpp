@@ -16,7 +16,7 @@ std::vector<int> image_order(const std::vector<Message>& messages) {
 }
 
 std::string render_prompt(const std::vector<Message>& messages,
-                          const std::vector<ToolDefinition>& tools) {
+                          const std::vector<ToolDefinition>& tools, ChatTemplateVariant variant) {
   std::vector<ChatMessage> chat;
   for (const auto& m : messages) {
     if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool") {
@@ -33,6 +33,7 @@ std::string render_prompt(const std::vector<Message>& messages,
       part.text = p.text;
       c.parts.push_back(std::move(part));
     }
+    c.reasoning_content = m.reasoning_content;
     for (const ToolCall& call : m.tool_calls) {
       std::string arguments = call.arguments;
       if (call.arguments_are_value) {
@@ -48,6 +49,7 @@ std::string render_prompt(const std::vector<Message>& messages,
     chat.push_back(std::move(c));
   }
   ChatRenderOptions options;
+  options.variant = variant;
   for (const ToolDefinition& tool : tools) {
     nlohmann::ordered_json value;
     try {

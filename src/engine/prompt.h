@@ -8,6 +8,7 @@
 
 #include "model/config.h"
 #include "qvl/engine.h"
+#include "tokenizer/chat_format.h"
 #include "tokenizer/tokenizer.h"
 
 namespace qvl {
@@ -16,7 +17,8 @@ namespace qvl {
 // with tools, the template's tools header (each tool rendered as its `tojson` filter does) and
 // the history's tool calls and tool results.
 std::string render_prompt(const std::vector<Message>& messages,
-                          const std::vector<ToolDefinition>& tools = {});
+                          const std::vector<ToolDefinition>& tools = {},
+                          ChatTemplateVariant variant = ChatTemplateVariant::kInstruct);
 
 // Token ids with image pads expanded: image k (in order of appearance) gets image_tokens[k]
 // pads. Throws if the number of image parts differs from image_tokens.size(), including when

@@ -304,7 +304,11 @@ void Scheduler::advance(Sequence& s, float* logits) {
       const profile::StageScope stage(profile::Work::kSampler);
       if (s.constraint) {
         const int64_t left = s.max_new - static_cast<int64_t>(r.completion_ids.size());
-        s.constraint->mask(logits, config_.text.vocab_size, left);
+        if (s.think_end_id >= 0) {
+          s.constraint->mask_reasoning(logits, config_.text.vocab_size, left, s.think_end_id);
+        } else {
+          s.constraint->mask(logits, config_.text.vocab_size, left);
+        }
       }
       token = s.sampler.sample(logits, config_.text.vocab_size, r.prompt_ids, r.completion_ids);
     }
@@ -315,7 +319,11 @@ void Scheduler::advance(Sequence& s, float* logits) {
       return;
     }
     r.completion_ids.push_back(token);
-    if (s.constraint) s.constraint->accept(token);
+    if (s.constraint && s.think_end_id < 0) {
+      s.constraint->accept(token);
+    } else if (token == s.think_end_id) {
+      s.think_end_id = -1;  // the answer begins
+    }
     const StopMatcher::Result m = s.stops.feed(s.detok.push(static_cast<int32_t>(token)));
     if (!m.text.empty()) {
       r.text += m.text;
@@ -324,7 +332,7 @@ void Scheduler::advance(Sequence& s, float* logits) {
     // Last of the token's callbacks: a streamer sends its text and log-probability together,
     // and a token without text (held-back bytes, an id with no text) still leaves at once.
     if (s.top_logprobs >= 0) s.record_logprobs(logits, config_.text.vocab_size, token);
-    if (m.stopped || (s.constraint && s.constraint->finished())) {
+    if (m.stopped || (s.constraint && s.think_end_id < 0 && s.constraint->finished())) {
       finish(s, FinishReason::kStop);
     } else if (s.callback_stopped ||
                (s.cancel != nullptr && s.cancel->load(std::memory_order_relaxed))) {

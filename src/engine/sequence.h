@@ -54,6 +54,9 @@ struct Sequence {
 
   Sampler sampler;
   std::unique_ptr<TokenConstraint> constraint;  // constrained decoding, when asked for
+  // A Thinking model's "</think>" id while its reasoning is open (the generation prompt opened
+  // it): the constraint applies to the answer after it. -1: no reasoning (any more).
+  int64_t think_end_id = -1;
   StopMatcher stops;
   IncrementalDecoder detok;
   GenerationResult result;

@@ -20,6 +20,7 @@ struct Server::ChatContext {
   bool include_usage = false;
   bool parse_tool_calls = false;
   bool logprobs = false;
+  ReasoningOutput reasoning = ReasoningOutput::kRaw;
   double timeout_seconds = 0;
   // Destroyed bottom-up: the watch ends before the job it points into, the slot frees last (if
   // the job did not free it when it ended).
@@ -109,6 +110,7 @@ void Server::handle_chat(const HttpRequest& req, HttpResponse& res) {
   context->identity = new_completion_identity(model_id());
   context->include_usage = chat.include_usage;
   context->parse_tool_calls = chat.parse_tool_calls;
+  context->reasoning = chat.reasoning;
   context->logprobs = chat.generation.top_logprobs >= 0;
   context->timeout_seconds = options_.request_timeout_seconds;
 
@@ -154,10 +156,10 @@ void Server::finish_chat(const std::shared_ptr<ChatContext>& context, HttpRespon
   }
   record_chat_end(*context, 200);
   res.status = 200;
-  res.set_content(
-      completion_json(context->identity, job.result(), context->parse_tool_calls, context->logprobs)
-          .dump(-1, ' ', false, json::error_handler_t::replace),
-      "application/json");
+  res.set_content(completion_json(context->identity, job.result(), context->parse_tool_calls,
+                                  context->logprobs, context->reasoning)
+                      .dump(-1, ' ', false, json::error_handler_t::replace),
+                  "application/json");
 }
 
 void Server::stream_chat(const std::shared_ptr<ChatContext>& context, HttpResponse& res) {
@@ -179,7 +181,10 @@ void Server::stream_chat(const std::shared_ptr<ChatContext>& context, HttpRespon
     bool connected =
         send(sse_event(chunk_json(id, {{"role", "assistant"}, {"content", ""}}, nullptr, usage)));
     ToolCallStream tools;  // with tools, <tool_call> blocks go out as tool_calls deltas
-    auto send_text = [&](const std::string& text, bool end) {
+    // A Thinking model's reasoning goes out as reasoning_content deltas before the answer.
+    const bool split = context->reasoning != ReasoningOutput::kRaw;
+    ReasoningStream thoughts;
+    auto send_answer = [&](const std::string& text, bool end) {
       if (!context->parse_tool_calls) {
         return text.empty() || send(sse_event(chunk_json(id, {{"content", text}}, nullptr, usage)));
       }
@@ -188,15 +193,26 @@ void Server::stream_chat(const std::shared_ptr<ChatContext>& context, HttpRespon
       }
       return true;
     };
+    auto send_text = [&](const std::string& text, bool end) {
+      if (!split) return send_answer(text, end);
+      const ReasoningDelta delta = end ? thoughts.finish() : thoughts.feed(text);
+      if (!delta.reasoning.empty() && context->reasoning == ReasoningOutput::kSplit &&
+          !send(sse_event(
+              chunk_json(id, {{"reasoning_content", delta.reasoning}}, nullptr, usage)))) {
+        return false;
+      }
+      return send_answer(delta.content, end);
+    };
     while (connected) {
       GenerationJob::Progress progress = job.wait(std::chrono::milliseconds(200));
       if (!progress.text.empty() || !progress.logprobs.empty()) {
-        if (context->logprobs && !context->parse_tool_calls) {
+        if (context->logprobs && !context->parse_tool_calls && !split) {
           const json logprobs = logprobs_json(progress.logprobs);
           connected = send(
               sse_event(chunk_json(id, {{"content", progress.text}}, nullptr, usage, logprobs)));
         } else {
-          // Tool-call parsing holds text back: log-probabilities then go in chunks of their own.
+          // Tool-call parsing and the reasoning split hold text back: log-probabilities then go
+          // in chunks of their own.
           connected = send_text(progress.text, false);
           if (connected && context->logprobs && !progress.logprobs.empty()) {
             connected = send(sse_event(

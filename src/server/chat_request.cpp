@@ -188,6 +188,14 @@ class MessageParser {
       fail_type(content_param, "a string or an array of content parts", *content);
     }
     parse_message_tool_fields(value, param, message);
+    if (const json* reasoning = field(value, "reasoning_content")) {
+      if (message.role != "assistant") {
+        fail_request(param + ".reasoning_content",
+                     "only assistant messages have 'reasoning_content'");
+      }
+      if (!reasoning->is_string()) fail_type(param + ".reasoning_content", "a string", *reasoning);
+      message.reasoning_content = reasoning->get<std::string>();
+    }
     return message;
   }
 
@@ -357,7 +365,8 @@ constexpr KnownField kKnownFields[] = {
     {"modalities", Support::kRefused, "the model produces text only"},
     {"prediction", Support::kRefused, "predicted outputs are not implemented"},
     {"web_search_options", Support::kRefused, "qvl does not search the web"},
-    {"reasoning_effort", Support::kRefused, "the model has no reasoning mode"},
+    {"reasoning_effort", Support::kRefused,
+     "Qwen3-VL has no reasoning effort setting (Thinking models always reason, Instruct never)"},
     {"verbosity", Support::kRefused, "answer length is set by the prompt and max_tokens"},
 };
 
@@ -477,6 +486,8 @@ ChatRequest parse_chat_request(std::string_view body, const ModelInfo& model,
   sampling.ignore_eos = false;
   parse_structured_output(body, request, out);
   out.generation.top_logprobs = read_logprobs(request);
+  const ReasoningOutput reasoning = read_reasoning_output(request);
+  out.reasoning = model.thinking ? reasoning : ReasoningOutput::kRaw;
   return out;
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "qvl/engine.h"
+#include "server/reasoning_split.h"
 
 namespace qvl::server {
 
@@ -52,6 +53,9 @@ struct ChatRequest {
   bool include_usage = false;
   std::vector<RemoteImage> remote_images;
   bool parse_tool_calls = false;  // tools offered (tool_choice not "none"): answers may call them
+  // A Thinking model's reasoning: apart, left out or unparsed (reasoning_split.h). kRaw for
+  // Instruct models, which have none.
+  ReasoningOutput reasoning = ReasoningOutput::kRaw;
 };
 
 ChatRequest parse_chat_request(std::string_view body, const ModelInfo& model,

@@ -59,11 +59,21 @@ json timings_json(const GenerationStats& stats) {
 }
 
 json completion_json(const CompletionIdentity& identity, const GenerationResult& result,
-                     bool parse_tool_calls, bool with_logprobs) {
+                     bool parse_tool_calls, bool with_logprobs, ReasoningOutput reasoning) {
   json message = {{"role", "assistant"}, {"content", result.text}, {"refusal", nullptr}};
+  std::string answer = result.text;
+  if (reasoning != ReasoningOutput::kRaw) {
+    SplitAnswer split = split_reasoning(result.text);
+    answer = split.content.value_or("");
+    message["content"] = split.content ? json(answer) : json(nullptr);
+    if (reasoning == ReasoningOutput::kSplit) {
+      message["reasoning_content"] =
+          split.reasoning.empty() ? json(nullptr) : json(std::move(split.reasoning));
+    }
+  }
   const char* finish = finish_reason_name(result.finish);
   if (parse_tool_calls) {
-    ParsedAnswer parsed = server::parse_tool_calls(result.text);
+    ParsedAnswer parsed = server::parse_tool_calls(answer);
     if (!parsed.calls.empty()) {
       message["content"] = parsed.content.empty() ? json(nullptr) : json(parsed.content);
       message["tool_calls"] = tool_calls_json(parsed.calls);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "qvl/engine.h"
+#include "server/reasoning_split.h"
 
 namespace qvl::server {
 
@@ -27,9 +28,13 @@ nlohmann::json timings_json(const GenerationStats& stats);
 
 // With parse_tool_calls, <tool_call> blocks of the answer become message.tool_calls (content null
 // when nothing else was said) and a stop becomes finish_reason "tool_calls". With with_logprobs:
-// choices[0].logprobs from result.logprobs (else null).
+// choices[0].logprobs from result.logprobs (else null). `reasoning` other than kRaw: the text is
+// a Thinking model's (reasoning_split.h); the answer after "</think>" is content (null when it
+// never began) and, with kSplit, the reasoning is message.reasoning_content (null when empty).
+// Tool calls are looked for in the answer only.
 nlohmann::json completion_json(const CompletionIdentity& identity, const GenerationResult& result,
-                               bool parse_tool_calls = false, bool with_logprobs = false);
+                               bool parse_tool_calls = false, bool with_logprobs = false,
+                               ReasoningOutput reasoning = ReasoningOutput::kRaw);
 
 // One chat.completion.chunk. `with_usage_field` adds "usage": null, as OpenAI does on every
 // chunk when stream_options.include_usage is set.

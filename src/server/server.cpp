@@ -246,7 +246,11 @@ void Server::handle_models(HttpResponse& res) {
                 {"object", "model"},
                 {"created", started_at_},
                 {"owned_by", "qvl"},
-                {"context_length", engine->info().context_length}};
+                {"context_length", engine->info().context_length},
+                // Which of the family's chat templates the model has: a Thinking model's answers
+                // carry reasoning_content.
+                {"variant", engine->info().variant},
+                {"reasoning", engine->info().thinking}};
   send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
 }
 
@@ -262,6 +266,8 @@ void Server::handle_props(HttpResponse& res) {
   const SamplingParams& sampling = info.default_sampling;
   const RequestLimits& limits = options_.limits;
   json props = {{"model", model_id()},
+                {"variant", info.variant},
+                {"reasoning", info.thinking},
                 {"context_length", info.context_length},
                 {"default_sampling",
                  {{"temperature", sampling.temperature},

@@ -280,5 +280,34 @@ TEST(ChatRequest, UnimplementedOpenAiFieldsAreRefusedByName) {
   }
 }
 
+TEST(ChatRequest, ReasoningOfThinkingModels) {
+  ModelInfo thinking = test_model();
+  thinking.thinking = true;
+  thinking.variant = "Thinking";
+  const std::string history =
+      R"({"model":"m","messages":[{"role":"user","content":"q"},)"
+      R"({"role":"assistant","content":"a","reasoning_content":"r"},)"
+      R"({"role":"assistant","content":"b","reasoning_content":null},{"role":"user","content":"q2"}])";
+  ChatRequest r = parse_chat_request(history + "}", thinking, {});
+  EXPECT_EQ(r.reasoning, ReasoningOutput::kSplit);
+  ASSERT_TRUE(r.generation.messages[1].reasoning_content);
+  EXPECT_EQ(*r.generation.messages[1].reasoning_content, "r");
+  EXPECT_FALSE(r.generation.messages[2].reasoning_content);  // null is absent
+  EXPECT_EQ(parse_chat_request(history + R"(,"include_reasoning":false})", thinking, {}).reasoning,
+            ReasoningOutput::kOmit);
+  EXPECT_EQ(parse_chat_request(history + R"(,"reasoning_format":"none"})", thinking, {}).reasoning,
+            ReasoningOutput::kRaw);
+  // Instruct models have no reasoning to split; the fields are accepted.
+  EXPECT_EQ(parse(history + R"(,"include_reasoning":false})").reasoning, ReasoningOutput::kRaw);
+  EXPECT_EQ(error_of(history + R"(,"reasoning_format":"html"})").param(), "reasoning_format");
+  const ApiError e = error_of(
+      R"({"model":"m","messages":[{"role":"user","content":"q","reasoning_content":"r"}]})");
+  EXPECT_EQ(e.param(), "messages[0].reasoning_content");
+  EXPECT_EQ(error_of(R"({"model":"m","messages":[{"role":"assistant","content":"a",)"
+                     R"("reasoning_content":3}]})")
+                .param(),
+            "messages[0].reasoning_content");
+}
+
 }  // namespace
 }  // namespace qvl::server

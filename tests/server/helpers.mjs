@@ -16,8 +16,8 @@ export function imageDataUri(name) {
   return `data:${mime};base64,${bytes.toString('base64')}`;
 }
 
-export async function startServer(extraArgs = [], { waitReady = true } = {}) {
-  const args = ['serve', '-m', MODEL_DIR, '--host', '127.0.0.1', '--port', '0', ...extraArgs];
+export async function startServer(extraArgs = [], { waitReady = true, modelDir = MODEL_DIR } = {}) {
+  const args = ['serve', '-m', modelDir, '--host', '127.0.0.1', '--port', '0', ...extraArgs];
   const proc = spawn(QVL_BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   proc.stderr.on('data', (d) => { stderr += d; });
