@@ -7,11 +7,13 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
+#include "cli/answer_printer.h"
 #include "cli/conversation.h"
 #include "cli/sampling_flags.h"
 #include "hub/model_pull.h"
 #include "qvl/engine.h"
 #include "server/logprobs_format.h"
+#include "server/reasoning_split.h"
 
 namespace qvl::cli {
 namespace {
@@ -35,6 +37,7 @@ struct RunOptions {
   bool offline = false;
   std::string json_schema_file;  // constrained decoding: answers match this JSON Schema
   bool json_object = false;      // constrained decoding: answers are a JSON object
+  bool show_reasoning = false;   // Thinking models: print the reasoning (dimmed on a terminal)
   SamplingFlags sampling;
 };
 
@@ -87,16 +90,16 @@ void run(const RunOptions& o) {
   }
   req.top_logprobs = o.logprobs;
 
+  const bool thinking = engine->info().thinking;
   TextCallback stream;
+  AnswerPrinter printer(thinking, o.show_reasoning, stdout);
   if (!o.json) {
-    stream = [](const std::string& delta) {
-      std::fwrite(delta.data(), 1, delta.size(), stdout);
-      // Nobody can read the answer (a full disk, a closed pipe): stop generating it.
-      return std::fflush(stdout) == 0 && !std::ferror(stdout);
-    };
+    // Nobody can read the answer (a full disk, a closed pipe): stop generating it.
+    stream = [&printer](const std::string& delta) { return printer.feed(delta); };
   }
   const GenerationResult r = engine->generate(req, stream);
   if (!o.json) {
+    printer.finish();
     std::fputc('\n', stdout);
     const double tps =
         r.stats.decode_ms > 0 ? 1000.0 * r.stats.completion_tokens / r.stats.decode_ms : 0;
@@ -109,7 +112,14 @@ void run(const RunOptions& o) {
   nlohmann::json j;
   j["prompt_ids"] = r.prompt_ids;
   j["completion_ids"] = r.completion_ids;
-  j["text"] = r.text;
+  if (thinking) {
+    // text is the answer, as for Instruct models; the reasoning before it is apart.
+    server::SplitAnswer split = server::split_reasoning(r.text);
+    j["text"] = split.content.value_or("");
+    j["reasoning"] = std::move(split.reasoning);
+  } else {
+    j["text"] = r.text;
+  }
   j["finish_reason"] = finish_name(r.finish);
   j["usage"] = {{"prompt_tokens", r.stats.prompt_tokens},
                 {"image_tokens", r.stats.image_tokens},
@@ -172,6 +182,9 @@ void add_run_command(CLI::App& app) {
                   "(subset: see README)");
   cmd->add_flag("--json-object", opts->json_object,
                 "Constrained decoding: the answer is a JSON object");
+  cmd->add_flag("--show-reasoning", opts->show_reasoning,
+                "Thinking models: print the reasoning before the answer (dimmed on a terminal); "
+                "hidden by default. --json always has it as \"reasoning\"");
   cmd->add_option("--logprobs", opts->logprobs,
                   "With --json: each generated token's log-probability (the model's distribution, "
                   "before temperature and penalties) and N most likely alternatives")
