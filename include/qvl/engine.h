@@ -230,7 +230,7 @@ struct ModelInfo {
   std::string name;  // folder name, e.g. "Qwen3-VL-2B-Instruct"
   // "Instruct" or "Thinking", from the chat template the model ships. A Thinking model's answers
   // begin inside a <think> block: GenerationResult::text holds that reasoning, "</think>", then
-  // the answer (split them with reasoning_split.h's ReasoningSplitter or split_reasoning).
+  // the answer (the server and the CLI split them with server/reasoning_split.h).
   std::string variant = "Instruct";
   bool thinking = false;
   int64_t context_length = 0;

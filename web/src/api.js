@@ -69,9 +69,10 @@ export async function fetchMetrics() {
 }
 
 // Streams one answer. onHeaders() runs once the server has admitted the request (the response
-// starts); onDelta(text) gets each piece; resolves with
+// starts); onDelta(text) gets each piece of the answer, onReasoning(text) each piece of a Thinking
+// model's reasoning (delta.reasoning_content, which comes first); resolves with
 // { finishReason, usage, timings, clientTtftMs } or throws ApiFailure / AbortError.
-export async function streamChat(body, { apiKey, signal, onDelta, onHeaders = () => {} }) {
+export async function streamChat(body, { apiKey, signal, onDelta, onReasoning = () => {}, onHeaders = () => {} }) {
   const started = performance.now();
   let res;
   try {
@@ -103,6 +104,11 @@ export async function streamChat(body, { apiKey, signal, onDelta, onHeaders = ()
     if (event.usage) result.usage = event.usage;
     if (event.timings) result.timings = event.timings;
     for (const choice of event.choices || []) {
+      const reasoning = choice.delta && choice.delta.reasoning_content;
+      if (reasoning) {
+        if (result.clientTtftMs === null) result.clientTtftMs = performance.now() - started;
+        onReasoning(reasoning);
+      }
       const text = choice.delta && choice.delta.content;
       if (text) {
         if (result.clientTtftMs === null) result.clientTtftMs = performance.now() - started;

@@ -1,6 +1,7 @@
 // The qvl page: state, sending and streaming, and the wiring of the composer, the conversation
 // list, settings, the lightbox and the server monitor.
 import { ApiFailure, fetchProps, streamChat } from './api.js';
+import { addReasoning, endReasoning } from './reasoning.js';
 import { buildRequest, contextPlan, newConversation, statsFrom, titleFor } from './chat.js';
 import { PRESETS } from './presets.js';
 import { loadConversations, loadImages, loadSettings, pruneImages, putImage, saveConversations, saveSettings } from './store.js';
@@ -273,7 +274,7 @@ function stopGenerating() {
 }
 
 // What an answer version keeps (Regenerate adds a version; the others stay to flip through).
-const snapshot = ({ text, stats, finish, state: s }) => ({ text, stats, finish, state: s });
+const snapshot = ({ text, reasoning, thinkMs, stats, finish, state: s }) => ({ text, reasoning, thinkMs, stats, finish, state: s });
 const CONTINUE_PROMPT = 'Continue your previous answer exactly where it stopped. Do not repeat anything.';
 
 // Answers the conversation's last question. `previous`: the answer being regenerated (kept as
@@ -320,7 +321,7 @@ async function generate(autoRetry = true, { previous = null, resume = null } = {
     }
     if (answer.phase === 'sending') monitor.now();
     if (state.current === conversation) {
-      if (answer.text) paint(); else refreshWaiting(li, answer);
+      if (answer.text || answer.reasoning) paint(); else refreshWaiting(li, answer);
     }
   }, 1000);
   try {
@@ -334,9 +335,16 @@ async function generate(autoRetry = true, { previous = null, resume = null } = {
         answer.phaseStarted = Date.now();
         if (state.current === conversation) refreshWaiting(li, answer);
       },
+      onReasoning: (text) => {
+        if (!firstAt) firstAt = performance.now();
+        pieces += 1;
+        addReasoning(answer, text, performance.now());
+        if (!frame) frame = requestAnimationFrame(paint);
+      },
       onDelta: (text) => {
         if (!firstAt) firstAt = performance.now();
         pieces += 1;
+        endReasoning(answer, performance.now());
         answer.text += text;
         if (!frame) frame = requestAnimationFrame(paint);
       },
@@ -366,6 +374,7 @@ async function generate(autoRetry = true, { previous = null, resume = null } = {
   } finally {
     clearInterval(ticker);
     cancelAnimationFrame(frame);
+    endReasoning(answer, performance.now());
     delete answer.live;
     delete answer.phase;
     if (answer.versions && messages.includes(answer)) {

@@ -4,6 +4,7 @@ import { renderInto } from './markdown.js';
 import { boxesFigure, parseBoxes } from './grounding.js';
 import { getCachedImage } from './store.js';
 import { presetLabel } from './presets.js';
+import { reasoningBlock } from './reasoning.js';
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -221,6 +222,8 @@ export function fillAssistant(li, messages, index, isLast, busy) {
     const view = groundingView(messages, index, boxes);
     if (view) li.append(view);
   }
+  const thoughts = reasoningBlock(message);
+  if (thoughts) li.append(thoughts);
   const question = messages[index - 1];
   const preset = message.preset || (question && question.preset);
   let body = el('div', 'markdown');
@@ -230,7 +233,7 @@ export function fillAssistant(li, messages, index, isLast, busy) {
     body.append(el('pre', 'ocr-text', message.text));
   } else if (message.text) {
     renderInto(body, message.text);
-  } else if (message.state === 'streaming') {
+  } else if (message.state === 'streaming' && !message.reasoning) {
     body.append(el('p', 'waiting', waitingText(message)));
   }
   if (message.text && !message.text.trim()) body.append(el('p', 'blank-note', `(${message.text.length} blank characters)`));
