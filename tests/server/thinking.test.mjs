@@ -90,6 +90,35 @@ test('streamed: reasoning_content deltas, then content deltas, adding up to the 
   JSON.parse(content);
 });
 
+test('a required tool call is made in the answer, after the reasoning', async () => {
+  const tools = [{ type: 'function', function: { name: 'get_weather', parameters: {
+    type: 'object', properties: { city: { type: 'string', enum: ['Paris'] } }, required: ['city'],
+    additionalProperties: false } } }];
+  const body = { model: 'tiny', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools,
+    tool_choice: 'required', parallel_tool_calls: false, max_tokens: 120, temperature: 1, seed: 4 };
+  const c = await client.chat.completions.create(body);
+  const message = c.choices[0].message;
+  assert.equal(c.choices[0].finish_reason, 'tool_calls', JSON.stringify(message));
+  assert.equal(message.tool_calls.length, 1);
+  assert.equal(message.tool_calls[0].function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(message.tool_calls[0].function.arguments), { city: 'Paris' });
+  assert.ok(message.reasoning_content.length > 0);
+  assert.ok(!message.reasoning_content.includes('<tool_call>'));
+  // Streamed: reasoning deltas, then the call as a tool_calls delta.
+  let reasoning = '';
+  const calls = [];
+  for await (const chunk of await client.chat.completions.create({ ...body, stream: true })) {
+    const delta = chunk.choices[0]?.delta ?? {};
+    if (delta.reasoning_content) {
+      assert.equal(calls.length, 0);
+      reasoning += delta.reasoning_content;
+    }
+    if (delta.tool_calls) calls.push(...delta.tool_calls);
+  }
+  assert.equal(reasoning, message.reasoning_content);
+  assert.equal(calls[0].function.name, 'get_weather');
+});
+
 test('an answer cut inside its reasoning is all reasoning; content is null', async () => {
   const c = await client.chat.completions.create({
     model: 'tiny', messages: [{ role: 'user', content: 'Think.' }], max_tokens: 6, temperature: 1, seed: 2,
