@@ -53,6 +53,10 @@ async function ask(text) {
   return page.locator('.message.assistant').last();
 }
 
+test('the header names the Thinking variant', async () => {
+  assert.match(await page.locator('#model-status-text').textContent(), / · Thinking · \d+k context$/);
+});
+
 test('the real server\'s reasoning streams into the block (cut by max tokens: no answer yet)', async () => {
   await page.getByRole('button', { name: 'Settings' }).click();
   await page.getByLabel('Max tokens', { exact: true }).fill('6');

@@ -166,7 +166,7 @@ async function refreshProps() {
     state.props = await fetchProps(state.settings.apiKey);
     ui.status.dataset.state = 'ready';
     const ctx = state.props.context_length ? ` · ${Math.round(state.props.context_length / 1024)}k context` : '';
-    ui.statusText.textContent = `${state.props.model}${ctx}`;
+    ui.statusText.textContent = `${state.props.model}${state.props.reasoning ? ' · Thinking' : ''}${ctx}`;
     renderComposer();
   } catch (error) {
     state.props = null;
