@@ -2,7 +2,7 @@
 # `qvl run` with a Thinking model (the tiny model with the Qwen3-VL-*-Thinking chat template):
 # the reasoning is hidden unless --show-reasoning (then before the answer, dimmed only on a
 # terminal); --json's "text" is the answer and "reasoning" the reasoning, also from a pre-packed
-# file of the model; Instruct output keeps no "reasoning" key. A JSON schema with a small --max-tokens makes the engine close the random
+# file of the model, and from qvl batch; Instruct output keeps no "reasoning" key. A JSON schema with a small --max-tokens makes the engine close the random
 # model's reasoning in time for the answer, so there is an answer to split off.
 set -euo pipefail
 QVL=$1 MODEL=$2 OUT=$3 SRC=$4
@@ -30,6 +30,14 @@ run --json > "$OUT/run.json"
 run > "$OUT/plain.txt" 2> /dev/null
 run --show-reasoning > "$OUT/shown.txt" 2> /dev/null
 "$QVL" --log-level warn run -m "$MODEL" --temperature 0 --max-tokens 3 --json "Hi" > "$OUT/instruct.json"
+# qvl batch: the answer apart from its reasoning.
+node -e 'const fs = require("fs"); const schema = JSON.parse(fs.readFileSync(process.argv[1]));
+  fs.writeFileSync(process.argv[2], JSON.stringify({id: "a", body: {messages: [{role: "user",
+    content: "Which city?"}], max_tokens: 30, temperature: 1, seed: 3, response_format: {
+    type: "json_schema", json_schema: {name: "city", schema}}}}) + "\n")' \
+  "$OUT/schema.json" "$OUT/requests.jsonl"
+"$QVL" --log-level warn batch -m "$OUT/think" --requests "$OUT/requests.jsonl" \
+  -o "$OUT/batch.jsonl" > /dev/null 2>&1
 # A pre-packed file keeps the template, so the variant too.
 "$QVL" --log-level warn quantize -m "$OUT/think" -o "$OUT/think.qvl" --quant q8 > /dev/null
 "$QVL" --log-level warn run -m "$OUT/think.qvl" --json-schema "$OUT/schema.json" --temperature 1 \
@@ -57,6 +65,9 @@ if (read("shown.txt") !== shown) fail("--show-reasoning: " + JSON.stringify(read
 if (read("shown.txt").includes("\x1b")) fail("escape codes in a pipe");
 const packed = JSON.parse(read("packed.json"));
 if (typeof packed.reasoning !== "string" || JSON.parse(packed.text).city === undefined) fail("packed file: " + read("packed.json"));
+const line = JSON.parse(read("batch.jsonl"));
+if (line.answer?.city === undefined || typeof line.reasoning !== "string" || !line.reasoning) fail("batch: " + read("batch.jsonl"));
+if (line.answer.city !== JSON.parse(r.text).city || line.reasoning !== r.reasoning) fail("batch differs from run: " + read("batch.jsonl"));
 const instruct = JSON.parse(read("instruct.json"));
 if ("reasoning" in instruct || typeof instruct.text !== "string") fail("instruct json changed");
 if (fs.existsSync(dir + "/tty.txt")) {
