@@ -186,6 +186,9 @@ struct GenerationStats {
   double ttft_ms = 0;    // from the call to the first generated token
   double total_ms = 0;
   double constraint_ms = 0;  // computing token masks for OutputConstraint (all steps)
+  // Thinking models: completion tokens up to and including "</think>" (all of them when it never
+  // came). -1 for Instruct models.
+  int64_t reasoning_tokens = -1;
 };
 
 struct GenerationResult {

@@ -125,6 +125,7 @@ void run(const RunOptions& o) {
                 {"image_tokens", r.stats.image_tokens},
                 {"cached_tokens", r.stats.cached_tokens},
                 {"completion_tokens", r.stats.completion_tokens}};
+  if (thinking) j["usage"]["reasoning_tokens"] = r.stats.reasoning_tokens;
   j["timings"] = {{"image_ms", r.stats.image_ms},   {"prompt_ms", r.stats.prompt_ms},
                   {"decode_ms", r.stats.decode_ms}, {"ttft_ms", r.stats.ttft_ms},
                   {"total_ms", r.stats.total_ms},   {"constraint_ms", r.stats.constraint_ms}};

@@ -329,6 +329,12 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
   seq.on_logprobs = request.on_logprobs;
   seq.cancel = cancel;
   scheduler_.run(seq);
+  if (info_.thinking) {
+    const std::vector<int64_t>& generated = seq.result.completion_ids;
+    auto end = std::find(generated.begin(), generated.end(), think_end_id());
+    if (end != generated.end()) ++end;
+    seq.result.stats.reasoning_tokens = end - generated.begin();
+  }
   return std::move(seq.result);
 }
 

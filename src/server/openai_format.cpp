@@ -36,10 +36,15 @@ const char* finish_reason_name(FinishReason reason) {
 }
 
 json usage_json(const GenerationStats& stats) {
-  return {{"prompt_tokens", stats.prompt_tokens},
-          {"completion_tokens", stats.completion_tokens},
-          {"total_tokens", stats.prompt_tokens + stats.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", stats.cached_tokens}}}};
+  json usage = {{"prompt_tokens", stats.prompt_tokens},
+                {"completion_tokens", stats.completion_tokens},
+                {"total_tokens", stats.prompt_tokens + stats.completion_tokens},
+                {"prompt_tokens_details", {{"cached_tokens", stats.cached_tokens}}}};
+  // As OpenAI reports its reasoning models' (Thinking models only).
+  if (stats.reasoning_tokens >= 0) {
+    usage["completion_tokens_details"] = {{"reasoning_tokens", stats.reasoning_tokens}};
+  }
+  return usage;
 }
 
 json timings_json(const GenerationStats& stats) {

@@ -58,6 +58,7 @@ const r = JSON.parse(read("run.json"));
 const fail = (what) => { throw new Error(what + "\n" + JSON.stringify(r)); };
 if (r.finish_reason !== "stop") fail("finish_reason");
 if (typeof r.reasoning !== "string" || r.reasoning.length === 0) fail("no reasoning");
+if (!(r.usage.reasoning_tokens > 0 && r.usage.reasoning_tokens < r.usage.completion_tokens)) fail("usage.reasoning_tokens");
 if (JSON.parse(r.text).city === undefined) fail("text is not the answer");
 if (read("plain.txt") !== r.text + "\n") fail("hidden reasoning: stdout is not the answer alone: " + read("plain.txt"));
 const shown = r.reasoning ? r.reasoning + "\n\n" + r.text + "\n" : r.text + "\n";
@@ -69,7 +70,7 @@ const line = JSON.parse(read("batch.jsonl"));
 if (line.answer?.city === undefined || typeof line.reasoning !== "string" || !line.reasoning) fail("batch: " + read("batch.jsonl"));
 if (line.answer.city !== JSON.parse(r.text).city || line.reasoning !== r.reasoning) fail("batch differs from run: " + read("batch.jsonl"));
 const instruct = JSON.parse(read("instruct.json"));
-if ("reasoning" in instruct || typeof instruct.text !== "string") fail("instruct json changed");
+if ("reasoning" in instruct || "reasoning_tokens" in instruct.usage || typeof instruct.text !== "string") fail("instruct json changed");
 if (fs.existsSync(dir + "/tty.txt")) {
   const tty = read("tty.txt").replace(/\r\n/g, "\n");
   if (r.reasoning && !tty.includes("\x1b[2m" + r.reasoning)) fail("not dimmed on a terminal: " + JSON.stringify(tty));

@@ -54,6 +54,8 @@ test('a schema constrains the answer after </think>; the reasoning is apart', as
   assert.ok(['Paris', 'Oslo'].includes(answer.city), message.content);
   assert.equal(typeof answer.warm, 'boolean');
   assert.equal(c.usage.completion_tokens <= 40, true);
+  const reasoningTokens = c.usage.completion_tokens_details.reasoning_tokens;
+  assert.ok(reasoningTokens > 1 && reasoningTokens < c.usage.completion_tokens, JSON.stringify(c.usage));
   // The raw text holds the same reasoning, the end of thinking and the answer.
   const raw = await client.chat.completions.create(request({ reasoning_format: 'none' }));
   const text = raw.choices[0].message.content;
@@ -175,6 +177,7 @@ test('an Instruct model has no reasoning field; the Thinking prompt adds <think>
     });
     assert.equal(r.status, 200, r.text);
     assert.ok(!('reasoning_content' in r.json.choices[0].message));
+    assert.ok(!('completion_tokens_details' in r.json.usage));
     assert.equal(typeof r.json.choices[0].message.content, 'string');
   } finally {
     await instruct.stop();
