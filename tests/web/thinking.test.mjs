@@ -3,6 +3,7 @@
 // model thinks and closed once the answer is there; earlier reasoning is not sent back.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { MODEL_DIR, startServer } from '../server/helpers.mjs';
 import { makeThinkingModel } from '../server/thinking_model.mjs';
 import { axeViolations, launchBrowser, openPage, screenshotPath } from './browser.mjs';
@@ -109,4 +110,11 @@ test('the blocks survive a reload with their durations, open only where the read
   await blocks.nth(2).waitFor();
   for (let i = 0; i < 3; i++) assert.match(await blocks.nth(i).locator('summary').textContent(), /^Thought for /);
   assert.deepEqual(await blocks.evaluateAll((all) => all.map((d) => d.open)), [false, true, false]);
+});
+
+test('the Markdown export quotes the reasoning before each answer', async () => {
+  const download = page.waitForEvent('download');
+  await page.getByRole('button', { name: 'Export Markdown' }).click();
+  const text = readFileSync(await (await download).path(), 'utf8');
+  assert.ok(text.includes('*Thoughts:*\n\n> The user asks about the sky.\n> Rayleigh.\n\nIt is **Rayleigh** scattering.'), text);
 });

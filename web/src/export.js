@@ -26,7 +26,10 @@ export function conversationMarkdown(conversation) {
       lines.push(m.text || promptFor(m.preset, ''), '');
       if (m.failed) lines.push(`*(refused by the server: ${m.failed.message})*`, '');
     } else {
-      lines.push('## Answer', '', m.preset === 'ocr' ? `\`\`\`text\n${m.text}\n\`\`\`` : m.text, '');
+      lines.push('## Answer', '');
+      // A Thinking model's reasoning, quoted before the answer.
+      if (m.reasoning) lines.push('*Thoughts:*', '', m.reasoning.split('\n').map((l) => `> ${l}`.trimEnd()).join('\n'), '');
+      lines.push(m.preset === 'ocr' ? `\`\`\`text\n${m.text}\n\`\`\`` : m.text, '');
     }
   }
   return lines.join('\n');
