@@ -32,7 +32,7 @@ struct ProbeFigures {
   double dram_read_gb_per_s = 0;    // 1e9 bytes/s
   int dram_concurrent_rounds = 0;   // rounds the bandwidth came from (0: per-CPU-time fallback)
   double fp32_fma_gflop_per_s = 0;  // multiply-add = 2 flops
-  std::optional<double> bf16_dot_gflop_per_s;  // absent without vdpbf16ps at the active level
+  std::optional<double> bf16_dot_gflop_per_s;  // absent without vdpbf16ps / BFMMLA at the level
   double int8_dot_gop_per_s = 0;               // multiply-add of a byte pair = 2 ops
 };
 

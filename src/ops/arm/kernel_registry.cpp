@@ -139,9 +139,10 @@ const ProbeKernels* probe_kernels_for(IsaLevel isa) {
   static const ProbeKernels dotprod{
       fma_loop_neon,         kFmaNeonPerIter,     "fmla v.4s", nullptr,      0, "",
       int8_dot_loop_dotprod, kInt8DotprodPerIter, "sdot",      read_sum_neon};
-  static const ProbeKernels i8mm{
-      fma_loop_neon,      kFmaNeonPerIter,  "fmla v.4s", nullptr,      0, "",
-      int8_dot_loop_i8mm, kInt8I8mmPerIter, "usmmla",    read_sum_neon};
+  static const ProbeKernels i8mm{fma_loop_neon,        kFmaNeonPerIter,    "fmla v.4s",
+                                 bf16_dot_loop_bfmmla, kBf16BfmmlaPerIter, "bfmmla",
+                                 int8_dot_loop_i8mm,   kInt8I8mmPerIter,   "usmmla",
+                                 read_sum_neon};
   if (isa == IsaLevel::kNeonI8mm) return &i8mm;
   if (isa == IsaLevel::kNeonDotprod) return &dotprod;
   return isa == IsaLevel::kNeon ? &neon : nullptr;

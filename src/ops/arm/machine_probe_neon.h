@@ -1,5 +1,5 @@
 // Internal: the aarch64 loops of the machine probe (ops/machine_probe_kernels.h), one file per
-// extension (baseline NEON, +dotprod, +i8mm) so that each is compiled for its own -march.
+// extension (baseline NEON, +dotprod, +i8mm, +bf16) so that each is compiled for its own -march.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +12,7 @@ inline constexpr int64_t kFmaNeonPerIter = 16 * 4;       // 16 q-register accumu
 inline constexpr int64_t kInt8NeonPerIter = 8 * 16;      // 8: SMULL + SMLAL2 + SADALP per 16 bytes
 inline constexpr int64_t kInt8DotprodPerIter = 12 * 16;  // 12 accumulators, SDOT
 inline constexpr int64_t kInt8I8mmPerIter = 12 * 32;     // 12 accumulators, USMMLA
+inline constexpr int64_t kBf16BfmmlaPerIter = 12 * 16;   // 12 accumulators, BFMMLA
 
 // acc = acc * a + b per lane, `iters` times, from acc = 0.
 float fma_loop_neon(int64_t iters, float a, float b);
@@ -24,6 +25,12 @@ float fma_loop_neon(int64_t iters, float a, float b);
 int32_t int8_dot_loop_neon(int64_t iters, uint8_t u, int8_t s);
 int32_t int8_dot_loop_dotprod(int64_t iters, uint8_t u, int8_t s);
 int32_t int8_dot_loop_i8mm(int64_t iters, uint8_t u, int8_t s);
+
+// acc += a * b + a * b per fp32 lane (one bf16 pair product each), `iters` times, from 0; a and
+// b are rounded to bf16 (truncated) first. BFMMLA gives each lane of its 2 x 2 tile two pairs per
+// instruction, rounding its sums to odd: the loop returns half a lane, the scalar loop's value
+// where the sums are exact.
+float bf16_dot_loop_bfmmla(int64_t iters, float a, float b);
 
 // Wrapping sum of the 64-bit words of p[0, bytes): a streaming read. p 64-byte aligned, bytes a
 // multiple of 64.

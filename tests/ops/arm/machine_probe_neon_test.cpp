@@ -67,6 +67,19 @@ TEST(MachineProbeNeon, Int8LoopsMatchTheScalarLoop) {
   }
 }
 
+TEST(MachineProbeNeon, Bf16LoopMatchesTheScalarLoop) {
+  if (!cpu_runs(IsaLevel::kNeonI8mm)) GTEST_SKIP() << "BFMMLA needs the i8mm level (BF16)";
+  for (const int64_t iters : kIterations) {
+    // Exact sums (so BFMMLA's rounding to odd rounds nothing), and 1 + 2^-10, whose truncation
+    // to bf16 keeps only the leading 1.
+    for (const auto& [a, b] : {std::pair{0.5f, 0.25f}, std::pair{1.0f + 1.0f / 1024, 3.0f},
+                               std::pair{-2.0f, 1.5f}}) {
+      EXPECT_EQ(pk::bf16_dot_loop_bfmmla(iters, a, b), pk::bf16_dot_loop_scalar(iters, a, b))
+          << "iters " << iters << " a " << a << " b " << b;
+    }
+  }
+}
+
 TEST(MachineProbeNeon, ReadLoopSumsEveryWord) {
   AlignedBuffer<uint8_t> buffer(8192 + 64);
   for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<uint8_t>(i * 131 + 7);
@@ -86,7 +99,13 @@ TEST(MachineProbeNeon, EveryLevelHasItsLoopsAndNamesItsInstructions) {
     ASSERT_NE(k, nullptr) << isa_level_name(level);
     EXPECT_STREQ(k->int8_instruction, int8);
     EXPECT_STREQ(k->fp32_instruction, "fmla v.4s");
-    EXPECT_EQ(k->bf16_dot_loop, nullptr);
+    // BFMMLA only at i8mm, which requires BF16.
+    if (level == IsaLevel::kNeonI8mm) {
+      EXPECT_EQ(k->bf16_dot_loop, &pk::bf16_dot_loop_bfmmla);
+      EXPECT_STREQ(k->bf16_instruction, "bfmmla");
+    } else {
+      EXPECT_EQ(k->bf16_dot_loop, nullptr);
+    }
   }
   EXPECT_EQ(pk::probe_kernels_for(IsaLevel::kScalar), nullptr);
 }
@@ -103,6 +122,7 @@ TEST(MachineProbeNeon, ReportNamesTheActiveLevelsInstructions) {
   ASSERT_EQ(m.figures.size(), 1u);
   EXPECT_GT(m.figures[0].int8_dot_gop_per_s, 0.0);
   EXPECT_GT(m.figures[0].fp32_fma_gflop_per_s, 0.0);
+  EXPECT_EQ(m.figures[0].bf16_dot_gflop_per_s.has_value(), m.isa == IsaLevel::kNeonI8mm);
 }
 
 }  // namespace
