@@ -53,7 +53,25 @@ bool shared_tiny_model() {
   return golden_dir() == std::string(QVL_TESTDATA_DIR) + "/qwen3vl-tiny-a";
 }
 
+// The 8B-shaped folder of this repository (tests/testdata/qwen3vl-tiny-b, 85 positions, 5 cases).
+// Its untied head makes nearly uniform next-token distributions (mean entropy 11.93 nats, ln of
+// the vocabulary; golden top1-top2 margins down to 1.9e-4), so top-1 flips at margins below the
+// type's logit error and the KLs carry the signal.
+bool tiny_b_model() {
+  const std::string dir = golden_dir();
+  return dir.size() >= 14 && dir.compare(dir.size() - 14, 14, "qwen3vl-tiny-b") == 0;
+}
+
 Bounds bounds_for(const std::string& quant) {
+  if (tiny_b_model()) {
+    // bf16: top-1 100%, mean KL 1.6e-9, max KL 2.8e-9, max |dlogit| 0.0021 (AVX-512 BF16);
+    // 4.5e-10, 1.1e-9, 0.0012 (AVX2).
+    if (quant == "bf16") return {0.95, 5e-9, 1e-8};
+    // q8: top-1 96.5% (AVX-512) / 98.8% (AVX2), mean KL 3.0e-8, max KL 6.2e-8, max |dlogit| 0.009.
+    if (quant == "q8") return {0.9, 1e-7, 2e-7};
+    // q4: top-1 69% / 71%, mean KL 5.1e-6, max KL 1.6e-5, max |dlogit| 0.17 (q8 tower).
+    return {0.6, 2e-5, 5e-5};
+  }
   if (!shared_tiny_model()) {
     if (quant == "bf16") return {0.97, 5e-3, 5e-2};
     if (quant == "q8") return {0.95, 1e-2, 1e-1};
