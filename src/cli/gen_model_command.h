@@ -11,7 +11,7 @@ void add_gen_model_command(CLI::App& app);
 
 // Writes config.json, generation/preprocessor configs, model.safetensors and copies the
 // tokenizer files (tokenizer.json, tokenizer_config.json, chat_template.json) from
-// tokenizer_dir. preset: tiny, qwen3-vl-2b or qwen3-vl-4b.
+// tokenizer_dir. preset: one of model_preset_names() (model/model_presets.h).
 void generate_model(const std::string& preset, const std::string& tokenizer_dir,
                     const std::string& out_dir, uint64_t seed);
 
