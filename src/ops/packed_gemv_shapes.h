@@ -1,5 +1,6 @@
 // Internal: the run-shape dispatch shared by the per-ISA GEMV / small-batch kernel files
-// (packed_gemv_avx2.cpp, packed_gemv_avx512.cpp): a GroupRun of `count` groups x nx rows of x
+// (x86/packed_gemv_avx2.cpp, x86/packed_gemv_avx512.cpp, arm/packed_gemv_neon.cpp,
+// arm/packed_gemv_bfmmla_neon_bf16.cpp): a GroupRun of `count` groups x nx rows of x
 // (see packed_kernels.h) becomes calls of the ISA's micro-kernel template rows<G, X>.
 // Only templates here, instantiated with each translation unit's own lambda types (no linkage),
 // so no ISA's instantiation can be shared with another (see packed_kernels.h).

@@ -1,5 +1,6 @@
 // Weight matrices in kernel-friendly layouts (bf16, int8, int4) and the matmul that uses them,
-// with runtime ISA dispatch (scalar / AVX2+FMA+F16C / AVX-512 with BF16 and VNNI).
+// with runtime ISA dispatch (scalar; x86-64: AVX2+FMA+F16C, AVX-512 with BF16 and VNNI; aarch64:
+// NEON, dotprod, i8mm; see ops/isa.h).
 //
 // Packed layout (kBF16, kQ8, kQ4). Rows are taken in groups of kGroupRows = 4 (the last group is
 // padded with zero rows) and columns in blocks of kBlockCols = 32, so cols must be a multiple of
@@ -31,9 +32,10 @@
 // rounding of the scale (relative 2^-11; blocks with absmax below ~1e-2 (q8) / ~5e-4 (q4) get an
 // fp16-subnormal scale and a proportionally coarser step).
 //
-// Activations in matmul. From m >= 16 rows (prompt prefill, vision) on AVX2 and up, kQ8/kQ4 use
-// an int8 GEMM by default (x quantized exactly as below, weights repacked per cache block, see
-// int8_gemm.h); kBF16 (and kQ8/kQ4 with GemmActivations::kF32) a blocked GEMM that dequantizes
+// Activations in matmul. From m >= 16 rows (prompt prefill, vision) on x86-64 at AVX2 and up,
+// kQ8/kQ4 use an int8 GEMM by default (x quantized exactly as below, weights repacked per cache
+// block, see int8_gemm.h; on aarch64 only the stored strips do, kQ8/kQ4 groups take the fp32
+// GEMM); kBF16 (and kQ8/kQ4 with GemmActivations::kF32) a blocked GEMM that dequantizes
 // weight blocks to fp32 (exact: bf16 widens, scale * q is exact in fp32) and multiplies them with
 // fp32 activations, so its only error is the weights' own plus fp32 accumulation; except kBF16 on
 // AVX-512 and at ARM i8mm, where it rounds x to bf16 for vdpbf16ps / BFMMLA (products exact, fp32
@@ -44,19 +46,20 @@
 // activation block of 32 to int8 (symmetric, scale absmax / 127, round to nearest even) and take
 // integer block dot products (q8 on AVX2: vpmaddubsw on |x| and sign-adjusted weights; q4 and
 // AVX-512: vpmaddubsw / vpdpbusd on unsigned weights, the +8 / +128 offset taken off as offset *
-// sum(x)), then scale in fp32. So besides the weight error, each output carries at most sum over
-// blocks of sum|w| * absmax(x) / 254 of activation rounding.
+// sum(x); NEON: SMULL / SMLAL2 into exact int32 dots), then scale in fp32. So besides the weight
+// error, each output carries at most sum over blocks of sum|w| * absmax(x) / 254 of activation
+// rounding.
 //
 // Kernels (packed_gemv.cpp): m == 1 streams up to 4 groups at once, whole rows, sharing each x
 // block; 1 < m < 16 takes pairs of groups' whole rows against all rows of x, unpacking a tile
 // once for several of them. Both do the same arithmetic per (x row, group), so a row's result
 // does not depend on the batch below 16 rows (bit for bit); on AVX2, q8/q4 rows also get the int8
 // GEMM's bits (see packed_gemv_avx2_quant.cpp), so their result does not depend on m at all.
-// kQ8Strips and kQ4Strips always take the int8 GEMM (any m) on AVX2 and up, and its scalar oracle
-// below.
+// kQ8Strips and kQ4Strips always take the int8 GEMM (any m) at every SIMD level (AVX2 and up,
+// NEON SMULL, SDOT or USMMLA tiles), and its scalar oracle below.
 // m >= 16 uses a GEMM (int8 for q8/q4: int8_gemm.cpp; fp32/bf16: register tiles of 6 x rows x 16
-// weight rows on AVX2, 12 x 32 on AVX-512, see packed_gemm.h). The first use of each SIMD level
-// is checked against the scalar kernels (see best_isa).
+// weight rows on AVX2 and NEON, 12 x 32 on AVX-512, BFMMLA tiles at ARM i8mm, see packed_gemm.h).
+// The first use of each SIMD level is checked against the scalar kernels (see best_isa).
 #pragma once
 
 #include <cstddef>
@@ -179,9 +182,9 @@ IsaLevel active_isa();
 // (default true). False makes an AVX-VNNI or AVX-512 machine at the AVX2 level run exactly what an
 // AVX2-only one runs (`qvl --isa avx2`).
 void set_avx_vnni_allowed(bool allowed);
-// The int8 GEMM kernel matmul uses at the active level, e.g. "avx2", "avx-vnni", "avx512-vnni";
-// "none" at the scalar level. (ActivationPrecision::kFastest products may use kAvx2X7 instead of
-// "avx2".)
+// The int8 GEMM kernel matmul uses at the active level, e.g. "avx2", "avx-vnni", "avx512-vnni",
+// "neon-dotprod"; "none" at the scalar level. (ActivationPrecision::kFastest products may use
+// kAvx2X7 instead of "avx2".)
 const char* active_int8_gemm_kernel_name();
 
 // Activations of the GEMM (m >= 16 rows, SIMD levels) on q8/q4 matrices. kInt8 (default): x is
@@ -198,9 +201,8 @@ GemmActivations gemm_activations();
 
 // The arithmetic matmul performs for an m-row product with `type` weights at the active level:
 // the ceiling a benchmark should compare its speed with. kF32: fp32 multiply-adds (exact mode,
-// the scalar kernels, bf16 GEMV on AVX2, and the blocked GEMM for m >= 16); kBF16Dot: vdpbf16ps
-// or BFMMLA;
-// kInt8Dot: integer dot products on int8-quantized activations.
+// the scalar kernels, bf16 GEMV on AVX2 and below ARM i8mm, and the blocked GEMM for m >= 16);
+// kBF16Dot: vdpbf16ps or BFMMLA; kInt8Dot: integer dot products on int8-quantized activations.
 enum class MatmulArithmetic { kF32, kBF16Dot, kInt8Dot };
 MatmulArithmetic matmul_arithmetic(QuantType type, int64_t m);
 const char* matmul_arithmetic_name(MatmulArithmetic arithmetic);  // "fp32", "bf16", "int8"
