@@ -1,6 +1,7 @@
 // NEON flash-attention task (see attention_kernels.h) for many rows per key: prompts and the
-// vision tower. ARMv8.0 baseline; built with -ffp-contract=off, so every product below is an
-// explicit FMA or multiply.
+// vision tower. The micro-kernels and their policy for the shared task driver
+// (ops/attention_flash_task.inc: the loops, masks and running state). ARMv8.0 baseline; built
+// with -ffp-contract=off, so every product below is an explicit FMA or multiply.
 //
 // Rows (query, head-in-group) go 4 at a time, one row per lane of a vector, so that both products
 // are FMLA by element (vfmaq_laneq_f32): QK^T multiplies the 4 rows' q at column c (one load of
@@ -15,10 +16,11 @@
 // Neoverse N1, 12 instead of 8 on V1).
 //
 // Batch invariance: a row's arithmetic is per lane and indexed only by keys and columns (its lane
-// is never an operand), the key blocks start at multiples of kKeyBlock from key 0, and keys a row
-// does not see but its tile mates do (causal, zero-padded panel keys) are -inf scores, hence
-// probability exactly +0 (FMAXNM clamp, 2^-127 scale = 0) that adds nothing to its sums, and a
-// block it sees nothing of rescales by exactly 1 (e^0). So its bits are those of the row alone.
+// is never an operand), the driver's key blocks start at multiples of kKeyBlock from key 0, and
+// keys a row does not see but its tile mates do (causal, zero-padded panel keys) are -inf scores,
+// hence probability exactly +0 (FMAXNM clamp, 2^-127 scale = 0) that adds nothing to its sums,
+// and a block it sees nothing of rescales by exactly 1 (e^0). So its bits are those of the row
+// alone.
 #include "ops/arm/attention_neon.h"
 
 #include <arm_neon.h>
@@ -28,8 +30,7 @@
 namespace qvl::ops::attention_kernels {
 namespace {
 
-constexpr int64_t kKeyBlock = 128;  // keys per online-softmax step (a multiple of kKeyTile)
-constexpr int64_t kRows = 4;        // rows per register tile: the lanes of a vector
+constexpr int kRows = 4;  // rows per register tile: the lanes of a vector
 
 int64_t min_i64(int64_t a, int64_t b) {
   return a < b ? a : b;
@@ -82,9 +83,11 @@ void qk_tile(const float* q, int64_t d, const float* panel, float* scores) {
 
 // o[r][c0 .. c0 + 16) = alpha[r] * o[r] + sum_j p[j][r] * v[j][0 .. 16) for the 4 rows (o rows d
 // floats apart); v: the value panel of columns c0 .. c0 + 16 at the block's first key. Keys in
-// order, one FMA chain per (row, column).
-void pv_panel(float* o, int64_t d, float32x4_t alpha, const float* p, const float* v,
-              int64_t n_keys) {
+// order, one FMA chain per (row, column). Out of line: inlined into the shared driver, GCC 12
+// kept the softmax's constants live across this loop and spilled 5 accumulators to the stack
+// (llvm-mca on Neoverse N1: 210 instead of 130 cycles per 64 FMLA).
+__attribute__((noinline)) void pv_panel(float* o, int64_t d, float32x4_t alpha, const float* p,
+                                        const float* v, int64_t n_keys) {
   float* o0 = o;
   float* o1 = o + d;
   float* o2 = o + 2 * d;
@@ -177,89 +180,44 @@ float32x4_t softmax_block(float* scores, int32x4_t visible, int64_t n_keys, floa
   return alpha;
 }
 
+#include "ops/attention_flash_task.inc"
+
+// The micro-kernels above as the policy of the shared task driver (attention_flash_task.inc).
+struct NeonFlashKernels {
+  static constexpr int kTileRows = kRows;
+  static constexpr float kQueryScale = 1.0f;  // scores in base e (neon::exp_nonpositive)
+  using Operand = float;
+  static void pack_query_row(const float* src, float scale, int64_t d, float* block, int r) {
+    pack_query_row_interleaved<kRows>(src, scale, d, block, r);  // see qk_tile
+  }
+  // Scores [key][row]: tile t at key 16 t.
+  static void block_scores(const float* q, int64_t d, const float* panel, int64_t n_tiles,
+                           float* scores) {
+    for (int64_t t = 0; t < n_tiles; ++t) {
+      qk_tile(q, d, panel + t * d * kKeyTile, scores + t * kKeyTile * kRows);
+    }
+  }
+  static void block_probabilities(float* scores, const int64_t* visible, int64_t n_tiles, float* m,
+                                  float* l, float* alpha) {
+    const int32x4_t seen = vcombine_s32(vmovn_s64(vld1q_s64(visible)),  // at most kKeyBlock
+                                        vmovn_s64(vld1q_s64(visible + 2)));
+    vst1q_f32(alpha, softmax_block(scores, seen, n_tiles * kKeyTile, m, l));
+  }
+  // All 4 rows whatever `live` (the lanes of one vector): padding rows have probabilities 0.
+  static void add_block_values(float* o, int64_t d, const float* alpha, const float* p,
+                               const float* v, int64_t panel_stride, int64_t n_keys, int /*live*/) {
+    const float32x4_t rescale = vld1q_f32(alpha);
+    for (int64_t c0 = 0; c0 < d; c0 += kKeyTile) {
+      pv_panel(o + c0, d, rescale, p, v + (c0 / kKeyTile) * panel_stride, n_keys);
+    }
+  }
+};
+
 }  // namespace
 
 void task_neon(const Problem& p, int64_t kvh_begin, int64_t kvh_end, int64_t q_begin, int64_t q_end,
                float* scratch) {
-  const AttentionShape& s = p.shape;
-  const int64_t d = s.head_dim, n_heads = s.n_heads, group = s.n_heads / s.n_kv_heads;
-  const int64_t rows = (q_end - q_begin) * group;
-  const int64_t rows_padded = (rows + kRows - 1) / kRows * kRows;
-  const int64_t heads = kvh_end - kvh_begin;
-  float* o_all = scratch;
-  float* m_all = o_all + heads * rows_padded * d;
-  float* l_all = m_all + heads * rows_padded;
-  float* scores = l_all + heads * rows_padded;  // [kKeyBlock][kRows]
-  float* q_all = scores + kRows * kKeyBlock;
-  for (int64_t i = 0; i < heads * rows_padded * d; ++i) o_all[i] = 0.0f;
-  for (int64_t r = 0; r < heads * rows_padded; ++r) {
-    m_all[r] = -__builtin_inff();
-    l_all[r] = 0.0f;
-  }
-  // q per kv head, 4 rows at a time interleaved ([c][4], see qk_tile) and scaled; padding rows 0.
-  for (int64_t h = 0; h < heads; ++h) {
-    for (int64_t row = 0; row < rows_padded; ++row) {
-      float* dst = q_all + (h * rows_padded + row / kRows * kRows) * d + row % kRows;
-      if (row >= rows) {
-        for (int64_t c = 0; c < d; ++c) dst[c * kRows] = 0.0f;
-        continue;
-      }
-      const int64_t i = q_begin + row / group;
-      const float* src = p.q + (i * n_heads + (kvh_begin + h) * group + row % group) * d;
-      for (int64_t c = 0; c < d; ++c) dst[c * kRows] = src[c] * s.scale;
-    }
-  }
-  const bool causal = p.causal_offset >= 0;
-  auto visible_keys = [&](int64_t i) {
-    return causal ? min_i64(p.nk, p.causal_offset + i + 1) : p.nk;
-  };
-  const int64_t n_tiles_all = (p.nk + kKeyTile - 1) / kKeyTile;
-  const int64_t v_panel_stride = p.nk * kKeyTile;  // floats from one value panel to the next
-  const int64_t task_keys = visible_keys(q_end - 1);
-  for (int64_t j0 = 0; j0 < task_keys; j0 += kKeyBlock) {
-    const int64_t j1 = min_i64(j0 + kKeyBlock, task_keys);
-    for (int64_t kvh = kvh_begin; kvh < kvh_end; ++kvh) {
-      float* o = o_all + (kvh - kvh_begin) * rows_padded * d;
-      float* m = m_all + (kvh - kvh_begin) * rows_padded;
-      float* l = l_all + (kvh - kvh_begin) * rows_padded;
-      const float* qh = q_all + (kvh - kvh_begin) * rows_padded * d;
-      const float* panel = p.k_panels + (kvh * n_tiles_all + j0 / kKeyTile) * d * kKeyTile;
-      const float* values = p.v_panels + kvh * d * p.nk + j0 * kKeyTile;
-      for (int64_t g = 0; g < rows; g += kRows) {
-        int32_t visible[kRows];  // relative to j0
-        int64_t group_keys = 0;
-        for (int64_t r = 0; r < kRows; ++r) {
-          const int64_t i = q_begin + (g + r) / group;
-          const int64_t n = g + r < rows ? max_i64(0, min_i64(visible_keys(i), j1) - j0) : 0;
-          visible[r] = static_cast<int32_t>(n);
-          group_keys = max_i64(group_keys, n);
-        }
-        if (group_keys <= 0) continue;  // causal: the whole block is in these rows' future
-        const int64_t n_tiles = (group_keys + kKeyTile - 1) / kKeyTile;
-        for (int64_t t = 0; t < n_tiles; ++t) {
-          qk_tile(qh + g * d, d, panel + t * d * kKeyTile, scores + t * kKeyTile * kRows);
-        }
-        const float32x4_t alpha =
-            softmax_block(scores, vld1q_s32(visible), n_tiles * kKeyTile, m + g, l + g);
-        for (int64_t c0 = 0; c0 < d; c0 += kKeyTile) {
-          pv_panel(o + g * d + c0, d, alpha, scores, values + (c0 / kKeyTile) * v_panel_stride,
-                   group_keys);
-        }
-      }
-    }
-  }
-  for (int64_t kvh = kvh_begin; kvh < kvh_end; ++kvh) {
-    const float* o = o_all + (kvh - kvh_begin) * rows_padded * d;
-    const float* l = l_all + (kvh - kvh_begin) * rows_padded;
-    for (int64_t row = 0; row < rows; ++row) {
-      const int64_t i = q_begin + row / group;
-      float* dst = p.out + (i * n_heads + kvh * group + row % group) * d;
-      const float inv = 1.0f / l[row];
-      for (int64_t c = 0; c < d; c += 4) {
-        vst1q_f32(dst + c, vmulq_n_f32(vld1q_f32(o + row * d + c), inv));
-      }
-    }
-  }
+  flash_task<NeonFlashKernels>(p, kvh_begin, kvh_end, q_begin, q_end, scratch);
 }
 
 }  // namespace qvl::ops::attention_kernels
