@@ -4,6 +4,9 @@
 set -euo pipefail
 QVL=$1 MODEL=$2 OUT=$3
 rm -rf "$OUT" && mkdir -p "$OUT"
+# The files exist before the server starts: the background job opens them only once it runs, and
+# a `sed` on a missing file would end the script (set -e) before the server is even up.
+: >"$OUT/serve.out" && : >"$OUT/serve.err"
 "$QVL" --log-level warn serve -m "$MODEL" --host 127.0.0.1 --port 0 >"$OUT/serve.out" 2>"$OUT/serve.err" &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true' EXIT
