@@ -48,9 +48,10 @@ read -r -a cmake_extra <<<"${QVL_CROSS_CMAKE_ARGS:-}"
 #   neon attention kernels) and the parity tests that cover each model path (exact prefill and
 #   decode, the engine's greedy tokens with images, teacher-forced logits, bf16 greedy tokens,
 #   q8/q4 quality against exact);
-# - max (i8mm, bf16, SVE2): the i8mm level: the int8 GEMM, batch invariance and dispatch tests
-#   (attention has no i8mm kernel; the i8mm tiles give the dotprod tiles' bits, tested in ops, so
-#   the model's answers are those checked under cortex-a76);
+# - max (i8mm, bf16, SVE2): the i8mm level: the int8 GEMM, BFMMLA, batch invariance and dispatch
+#   tests, and the golden greedy tokens with bf16 weights (bf16 weights and the default bf16 vision
+#   tower run BFMMLA there; attention has no i8mm kernel, and the i8mm int8 tiles give the dotprod
+#   tiles' bits, tested in ops, so the q8/q4 answers are those checked under cortex-a76);
 # - a64fx (512-bit SVE without dot product): the plain NEON level as the best one (dispatch, the
 #   SMULL int8 tile and batch invariance at it; cortex-a76 already runs every neon-level kernel
 #   test, so not the wide matmul checks again);
@@ -63,7 +64,7 @@ ctest_args_for_cpu() {
   if [ -n "${QVL_CROSS_CTEST_ARGS:-}" ]; then echo "$QVL_CROSS_CTEST_ARGS"; return; fi
   case "$1" in
     cortex-a76) echo "-L unit|parity -R ^((ops|tokenizer|image|model)\.|parity\.(EngineParity\.PromptIds|TextParity\.|ScoreParity\.|Bf16Greedy\.|Golden/QuantAgreement\..*/(q8|q4)))" ;;
-    max) echo "-L unit -R ^ops\.(.*Int8Gemm.*|PackedGemmBfmmla\..*|Tiles/.*|EveryIsa/BatchInvarianceAtLevel\..*|PackedMatmul\..*|PackedGemv\..*|MachineProbe.*)" ;;
+    max) echo "-L unit|parity -R ^(ops\.(.*Int8Gemm.*|PackedGemmBfmmla\..*|Tiles/.*|EveryIsa/BatchInvarianceAtLevel\..*|PackedMatmul\..*|PackedGemv\..*|MachineProbe.*)|parity\.Bf16Greedy\.)" ;;
     a64fx) echo "-L unit -R ^ops\.(PackedMatmul\.(EveryIsa|Rejects|BatchRows|View).*|ElementwiseNeon\..*|EveryIsa/BatchInvarianceAtLevel\..*|MachineProbe.*|Int8GemmDispatch\..*)" ;;
     *) echo "-L unit -R ^ops\.PackedMatmul\.EveryIsaOfTheCpuPassesTheSelfCheck$" ;;
   esac
