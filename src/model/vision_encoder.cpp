@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "base/aligned_buffer.h"
@@ -160,13 +161,22 @@ void VisionEncoder::block(const VisionBlockWeights& w, int64_t n, const float* c
 
   ops::layer_norm(x.data(), w.norm2.weight.data(), w.norm2.bias.data(), config_.layer_norm_eps, n,
                   hid, ws.normed.data());
+  // fc2 may take zero-padded rows (see down_projection in vision_weights.cpp).
+  const int64_t inter = config_.intermediate_size, padded = w.fc2.weight.cols();
   float* mid = ws.chunk.data();
-  float* out = mid + chunks.max_rows() * config_.intermediate_size;
+  float* out = mid + chunks.max_rows() * padded;
   for (int64_t c = 0; c < chunks.count; ++c) {
     const int64_t r0 = chunks.begin(c), rows = chunks.begin(c + 1) - r0;
     ops::matmul(ws.normed.data() + r0 * hid, rows, w.fc1.weight, w.fc1.bias.data(), mid,
                 kTowerPrecision);
-    ops::gelu_tanh(mid, rows * config_.intermediate_size);
+    ops::gelu_tanh(mid, rows * inter);
+    if (padded > inter) {
+      // Last row first: each row moves to a later or equal place, over rows already moved.
+      for (int64_t i = rows - 1; i >= 0; --i) {
+        std::memmove(mid + i * padded, mid + i * inter, static_cast<size_t>(inter) * sizeof(float));
+        std::fill(mid + i * padded + inter, mid + (i + 1) * padded, 0.0f);
+      }
+    }
     // The pause falls half way through the MLP's rows, as it fell between its two products.
     if (between && r0 < n / 2 && r0 + rows >= n / 2) between();
     ops::matmul(mid, rows, w.fc2.weight, w.fc2.bias.data(), out, kTowerPrecision);
@@ -300,7 +310,9 @@ VisionOutput VisionEncoder::run_blocks(std::vector<float> x, int64_t gh, int64_t
   out.tokens = n / (m * m);
   out.deepstack.resize(config_.deepstack_visual_indexes.size());
   const int64_t group = attention_heads_per_call(n);
-  Workspace ws(n, hid, config_.intermediate_size, row_chunk_, group * hd);
+  const int64_t mlp_width =
+      w_.blocks.empty() ? config_.intermediate_size : w_.blocks[0].fc2.weight.cols();
+  Workspace ws(n, hid, mlp_width, row_chunk_, group * hd);
   for (int64_t b = 0; b < config_.depth; ++b) {
     block(w_.blocks[b], n, cos.data(), sin.data(), ws, x, between_blocks);
     if (tap) tap("vision.block_out." + std::to_string(b), x.data(), n, hid);
