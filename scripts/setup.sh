@@ -11,6 +11,9 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libmicrohttpd-dev libssl-dev libcurl4-openssl-dev
   libpcre2-dev libutf8proc-dev libhwy-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev
+  # documents (docs/documents.md): PDF rendering and multi-page TIFF; the tests' oracle and
+  # encrypted fixtures come from poppler-utils (pdftoppm) and qpdf
+  libpoppler-cpp-dev libtiff-dev poppler-utils qpdf
   clang libclang-rt-14-dev chromium
   curl systemd nginx podman runc debootstrap uidmap slirp4netns fuse-overlayfs
 )

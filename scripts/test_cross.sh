@@ -116,6 +116,9 @@ apt_install() {  # apt_install PKG... : installs those not installed yet
 # nlohmann-json3-dev and libcli11-dev, serve every architecture). No libbenchmark: QVL_BUILD_BENCH=OFF.
 TARGET_LIBS=(libgtest-dev libgmock-dev libmicrohttpd-dev libssl-dev libcurl4-openssl-dev libpcre2-dev
              libutf8proc-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libcpp-httplib-dev)
+# Documents (PDF, TIFF): aarch64 builds them; the scalar-only ppc64le target builds with
+# -DQVL_DOCUMENTS=OFF (poppler would pull dozens of packages into its sysroot).
+DOCUMENT_LIBS=(libpoppler-cpp-dev libtiff-dev)
 
 install_aarch64() {
   if ! dpkg --print-foreign-architectures | grep -qx arm64; then
@@ -125,6 +128,7 @@ install_aarch64() {
   # :arm64 -dev packages are Multi-Arch: same: apt upgrades the host's amd64 copies of the
   # libraries they share to the same version when needed.
   apt_install crossbuild-essential-arm64 qemu-user qemu-user-static "${TARGET_LIBS[@]/%/:arm64}" \
+    "${DOCUMENT_LIBS[@]/%/:arm64}" \
     nlohmann-json3-dev libcli11-dev
 }
 
@@ -274,7 +278,9 @@ for arch in "${arches[@]}"; do
       install_ppc64le
       SUMMARY+=("ppc64le install: $(($(now) - start)) s")
       export QVL_CROSS_SYSROOT=$PPC64EL_SYSROOT
+      cmake_extra+=(-DQVL_DOCUMENTS=OFF)
       configure_and_build ppc64le powerpc64le-linux-gnu.cmake
+      unset 'cmake_extra[-1]'
       binfmt=0
       setup_binfmt ppc64le && binfmt=1
       export QEMU_LD_PREFIX=$PPC64EL_SYSROOT QEMU_CPU=power9 QVL_QEMU_CPU=power9

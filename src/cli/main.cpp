@@ -16,6 +16,7 @@
 #include "cli/quantize_command.h"
 #include "cli/run_command.h"
 #include "cli/serve_command.h"
+#include "media/media_worker.h"
 #include "ops/int8_gemm.h"
 #include "ops/packed_matrix.h"
 
@@ -44,6 +45,9 @@ void apply_isa_choice(const std::string& choice) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A media worker (this executable started again to parse untrusted documents or video in a
+  // sandboxed child) runs its job and exits here.
+  qvl::media::run_worker_if_requested(argc, argv);
   CLI::App app{"qvl: Qwen3-VL vision-language inference on CPUs"};
   app.require_subcommand(1);
   std::string log_level = "info";
