@@ -71,8 +71,9 @@ Document read_document(std::string_view bytes, DocumentType type, const Document
   const uint64_t page_bytes = static_cast<uint64_t>(request.max_pixels) * 3 + (uint64_t{4} << 20);
   worker.output_bytes = page_bytes * static_cast<uint64_t>(limits.max_pages) + 4096;
 
-  const std::vector<WorkerFrame> frames = run_worker_job(
-      type == DocumentType::kPdf ? kPdfJob : kTiffJob, encode_job_request(request), bytes, worker);
+  const std::vector<WorkerFrame> frames =
+      run_worker_job(type == DocumentType::kPdf ? kPdfJob : kTiffJob, encode_job_request(request),
+                     bytes, worker, std::string("rendering the ") + document_type_name(type));
   Document document;
   document.type = type;
   if (frames.empty() || frames[0].tag != document_tags::kInfo) {

@@ -57,8 +57,11 @@ bool run_worker_if_requested(int argc, char** argv);
 // Throws qvl::Error: the job's own error (code and message), or kResourceExhausted naming the
 // limit that stopped it (memory, CPU time, wall time, output size), or kInternal when the child
 // crashed or broke the framing. No child process or descriptor outlives the call.
+// `label` starts the limit errors' messages ("rendering the PDF took longer than ..."); by
+// default "media job '<job>'".
 std::vector<WorkerFrame> run_worker_job(const std::string& job, std::string_view params,
-                                        std::string_view input, const WorkerLimits& limits);
+                                        std::string_view input, const WorkerLimits& limits,
+                                        const std::string& label = {});
 
 // False in sanitizer builds, whose shadow memory cannot live under an address-space limit (the
 // CPU, wall-clock and output limits still hold there).

@@ -74,8 +74,8 @@ class Child {
   pid_t pid_;
 };
 
-[[noreturn]] void fail_job(ErrorCode code, const std::string& job, const std::string& what) {
-  fail(code, "media job '" + job + "' " + what);
+[[noreturn]] void fail_job(ErrorCode code, const std::string& label, const std::string& what) {
+  fail(code, label + " " + what);
 }
 
 std::string seconds_text(double seconds) {
@@ -155,8 +155,11 @@ pid_t spawn_worker(const std::string& job, const WorkerLimits& limits, int child
 
 }  // namespace
 
-std::vector<WorkerFrame> run_worker_job(const std::string& job, std::string_view params,
-                                        std::string_view input, const WorkerLimits& limits) {
+std::vector<WorkerFrame> run_worker_job(const std::string& job_name, std::string_view params,
+                                        std::string_view input, const WorkerLimits& limits,
+                                        const std::string& label) {
+  // In messages: the caller's label or the job's name.
+  const std::string job = label.empty() ? "media job '" + job_name + "'" : label;
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(limits.wall_seconds));
   int sockets[2];
@@ -164,7 +167,7 @@ std::vector<WorkerFrame> run_worker_job(const std::string& job, std::string_view
     fail(ErrorCode::kIo, std::string("cannot make the media worker's socket: ") + strerror(errno));
   }
   Fd mine(sockets[0]), theirs(sockets[1]);
-  Child child(spawn_worker(job, limits, theirs.get()));
+  Child child(spawn_worker(job_name, limits, theirs.get()));
   theirs.reset();
   ::fcntl(mine.get(), F_SETFL, ::fcntl(mine.get(), F_GETFL) | O_NONBLOCK);
 

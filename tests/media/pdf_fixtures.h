@@ -67,7 +67,8 @@ inline std::string make_pdf(const std::vector<FixturePage>& pages,
   for (const FixturePage& page : pages) {
     const int content = pdf.add(pdf_stream("", page.content));
     char box[96];
-    std::snprintf(box, sizeof box, "[0 0 %g %g]", page.width, page.height);
+    std::snprintf(box, sizeof box, "[0 0 %.3f %.3f]", page.width,
+                  page.height);  // no exponents in PDF
     const int id = pdf.add("<< /Type /Page /Parent 2 0 R /MediaBox " + std::string(box) +
                            " /Rotate " + std::to_string(page.rotate) + " /Resources " +
                            page.resources + " /Contents " + std::to_string(content) + " 0 R >>");
