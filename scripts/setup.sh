@@ -14,6 +14,9 @@ APT_PACKAGES=(
   # documents (docs/documents.md): PDF rendering and multi-page TIFF; the tests' oracle and
   # encrypted fixtures come from poppler-utils (pdftoppm) and qpdf
   libpoppler-cpp-dev libtiff-dev poppler-utils qpdf
+  # video (docs/video.md): FFmpeg's libraries (animated WebP uses libwebp-dev's libwebpdemux);
+  # the ffmpeg program only encodes the tests' clips
+  libavformat-dev libavcodec-dev libswscale-dev libavutil-dev ffmpeg
   clang libclang-rt-14-dev chromium
   curl systemd nginx podman runc debootstrap uidmap slirp4netns fuse-overlayfs
 )

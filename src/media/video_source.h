@@ -43,9 +43,10 @@ struct VideoInfo {
   int rotation_degrees = 0;  // clockwise rotation applied to every frame: 0, 90, 180 or 270
   std::string container;     // "mp4", "webm", "matroska", "gif", "webp", ...
   std::string codec;         // "h264", "vp9", "av1", "gif", "webp", ...
-  // Where frame_count comes from: "header" (the stream's declared frame count), "duration"
-  // (duration x fps, when the container declares no count) or "decoded" (counted while
-  // decoding: GIF and animated WebP, whose frames are all read at open).
+  // Where frame_count comes from. It is always the number of frames the container really holds
+  // (FFmpeg: one pass over the stream's packets at open, no decoding; animated WebP: its frame
+  // chunks): "header" when that equals the count the container declares, "counted" when the
+  // container declares none (Matroska, GIF) or a different one (a truncated file).
   std::string frame_count_source;
 };
 
@@ -67,10 +68,11 @@ class VideoSource {
 
   const VideoInfo& info() const;
 
-  // Frames at the given indices, ascending (repeats allowed), each in [0, frame_count). An index
-  // past the frames the stream really has (a header that overstated its count) yields the last
-  // decoded frame, as decoders that index by time do. Seeks to the keyframe before the first
-  // wanted frame when the container allows it, then decodes forward.
+  // Frames at the given indices, ascending (repeats allowed), each in [0, frame_count). Index k is
+  // the k-th frame in presentation order (as PyAV, decord and torchcodec number them), found by
+  // its timestamp, so variable frame rates need no assumption. A frame the decoder cannot
+  // produce (damaged data) is replaced by the next one it can, or the last one. Seeks to the
+  // keyframe before the first wanted frame when the container allows it, then decodes forward.
   std::vector<VideoFrame> frames_at(const std::vector<int64_t>& indices);
 
   // The same, handing each frame to `sink` as soon as it is decoded, so that a caller that
@@ -81,8 +83,9 @@ class VideoSource {
   class Decoder;  // the implementation (FFmpeg or libwebp's animation decoder)
 
  private:
-  explicit VideoSource(std::unique_ptr<Decoder> decoder);
+  VideoSource(std::unique_ptr<Decoder> decoder, const VideoLimits& limits);
   std::unique_ptr<Decoder> decoder_;
+  VideoLimits limits_;
 };
 
 // True when this qvl was built with video support (QVL_VIDEO=ON); otherwise open() fails with
