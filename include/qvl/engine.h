@@ -36,7 +36,16 @@ struct EngineOptions {
   int64_t image_max_tokens = 0;
   uint64_t max_image_pixels = 50'000'000;  // decoded size limit (width * height)
   size_t max_image_bytes = 32u << 20;      // encoded size limit per image
-  int64_t max_context = 0;                 // 0 = the model's max_position_embeddings
+  // Video (docs/video.md): frames sampled at video_fps (0: the model's, 2), at most
+  // video_max_frames of them (0: 128), resized so that all of them together hold at most
+  // video_max_pixels (0: 8388608, i.e. 4096 video tokens). Requests may lower the frames and
+  // pixels, and ask for another rate up to video_max_fps (0: 8).
+  double video_fps = 0;
+  double video_max_fps = 0;
+  int64_t video_max_frames = 0;
+  int64_t video_max_pixels = 0;
+  size_t max_video_bytes = size_t{256} << 20;  // encoded size limit per video file
+  int64_t max_context = 0;                     // 0 = the model's max_position_embeddings
   // Serving engine (see DESIGN.md section 5). The KV cache of all requests comes from one pool of
   // this many MiB (0 = 2048; pages become resident as they are first used); unused pages keep
   // their content for prompts that start the same way. Vision outputs of recent images are kept
@@ -79,10 +88,11 @@ struct SamplingParams {
 
 // One part of a message's content; images refer to GenerationRequest::images by index.
 struct ContentPart {
-  enum class Kind { kText, kImage };
+  enum class Kind { kText, kImage, kVideo };
   Kind kind = Kind::kText;
   std::string text;
   int image_index = -1;
+  int video_index = -1;  // kVideo: index into GenerationRequest::videos
 };
 
 // A function call the model made (parsed from its answer) or makes in the history.
@@ -136,6 +146,19 @@ struct ImageInput {
   int64_t max_tokens = 0;
 };
 
+// A video: an encoded file, or frames the client already has, each an encoded image. Frames are
+// sampled and resized as transformers' Qwen3-VL video processor does; each pair of frames gets a
+// "<t seconds>" timestamp in the prompt.
+struct VideoInput {
+  std::vector<uint8_t> bytes;                // MP4/MOV, WebM, MKV, animated GIF or WebP
+  std::vector<std::vector<uint8_t>> frames;  // or these frames in order (bytes empty)
+  double frames_fps = 0;                     // the frames' rate; 0: already at the sampling fps
+  // Per-request sampling (0: the engine's; fps up to its video_max_fps, the others up to its).
+  double fps = 0;
+  int64_t max_frames = 0;
+  int64_t max_pixels = 0;  // over all sampled frames (2048 per video token)
+};
+
 // Log-probability of one token under the model's own distribution (log-softmax of the logits,
 // before penalties, temperature and filters).
 struct TokenLogprob {
@@ -155,6 +178,7 @@ using LogprobsCallback = std::function<void(const GeneratedTokenLogprobs&)>;
 struct GenerationRequest {
   std::vector<Message> messages;
   std::vector<ImageInput> images;
+  std::vector<VideoInput> videos;  // referred to by kVideo parts
   SamplingParams sampling;
   std::vector<ToolDefinition> tools;  // rendered into the prompt as the chat template does
   OutputConstraint constraint;
@@ -179,8 +203,9 @@ struct GenerationStats {
   int64_t prompt_tokens = 0;
   int64_t cached_tokens = 0;  // prompt positions reused from the prefix cache, not computed
   int64_t image_tokens = 0;
+  int64_t video_tokens = 0;  // video pads (image_tokens counts pictures only)
   int64_t completion_tokens = 0;
-  double image_ms = 0;   // decode + preprocess + vision tower
+  double image_ms = 0;   // decode + preprocess + vision tower (pictures and videos)
   double prompt_ms = 0;  // prefill of the text decoder
   double decode_ms = 0;  // token generation after the first token
   double ttft_ms = 0;    // from the call to the first generated token
@@ -240,6 +265,11 @@ struct ModelInfo {
   int64_t vocab_size = 0;
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;
+  // Video settings in force (EngineOptions' after defaults).
+  double video_fps = 0;
+  double video_max_fps = 0;
+  int64_t video_max_frames = 0;
+  int64_t video_max_pixels = 0;
   SamplingParams default_sampling;  // from generation_config.json
   std::string weights;              // decoder weight type in use: "exact", "bf16", "q8" or "q4"
   std::string vision_weights;       // vision tower's big matrices: "exact", "bf16" or "q8"

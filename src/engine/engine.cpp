@@ -24,6 +24,8 @@
 #include "engine/sequence.h"
 #include "engine/stop_matcher.h"
 #include "engine/turn_lock.h"
+#include "engine/video_features.h"
+#include "engine/visual_prompt.h"
 #include "model/rope_index.h"
 #include "ops/attention.h"
 #include "ops/int8_gemm.h"
@@ -38,6 +40,33 @@ constexpr int64_t kDefaultImageMinTokens = 64;
 constexpr int64_t kDefaultImageMaxTokens = 1024;
 constexpr int64_t kDefaultKvCacheMb = 2048;
 constexpr int64_t kDefaultImageCacheMb = 256;
+// Video: up to 128 frames (64 s at 2 fps) within 4096 video tokens (2048 pixels each).
+constexpr int64_t kDefaultVideoMaxFrames = 128;
+constexpr int64_t kDefaultVideoMaxPixels = int64_t{4096} * 2048;
+constexpr double kDefaultVideoMaxFps = 8;
+
+VideoSettings video_settings(const EngineOptions& o, const std::string& model_dir,
+                             const PreprocessConfig& image_config) {
+  VideoSettings v;
+  v.config = video_preprocess_config_for(model_dir, image_config);
+  if (o.video_fps > 0) v.config.sampling.fps = o.video_fps;
+  v.max_fps =
+      o.video_max_fps > 0 ? o.video_max_fps : std::max(kDefaultVideoMaxFps, v.config.sampling.fps);
+  v.config.sampling.max_frames =
+      o.video_max_frames > 0 ? o.video_max_frames : kDefaultVideoMaxFrames;
+  v.config.sampling.min_frames =
+      std::min(v.config.sampling.min_frames, v.config.sampling.max_frames);
+  v.config.max_pixels = o.video_max_pixels > 0 ? o.video_max_pixels : kDefaultVideoMaxPixels;
+  v.config.min_pixels = std::min(v.config.min_pixels, v.config.max_pixels);
+  validate_video_preprocess_config(v.config);
+  if (!(v.max_fps >= v.config.sampling.fps)) {
+    fail(ErrorCode::kInvalidArgument, "video_max_fps must be at least video_fps");
+  }
+  v.max_bytes = o.max_video_bytes;
+  v.frame_limits.max_bytes = o.max_image_bytes;
+  v.frame_limits.max_pixels = o.max_image_pixels;
+  return v;
+}
 
 // The decoder's KV storage as the options ask (empty: its default), for the pool built next.
 KVType configured_kv_type(TextDecoder& decoder, const std::string& kv_type) {
@@ -98,6 +127,11 @@ class EngineImpl : public Engine {
                                    ? options.image_max_tokens
                                    : std::max(min_tokens, kDefaultImageMaxTokens);
     preprocess_ = with_token_budget(model_->preprocess, min_tokens, max_tokens);
+    video_ = video_settings(options, model_->dir, model_->preprocess);
+    info_.video_fps = video_.config.sampling.fps;
+    info_.video_max_fps = video_.max_fps;
+    info_.video_max_frames = video_.config.sampling.max_frames;
+    info_.video_max_pixels = video_.config.max_pixels;
     info_.name = model_->dir.substr(model_->dir.find_last_of('/') + 1);
     info_.thinking = model_->chat_variant == ChatTemplateVariant::kThinking;
     info_.variant = chat_template_variant_name(model_->chat_variant);
@@ -130,7 +164,7 @@ class EngineImpl : public Engine {
   ImageEmbeddings embed_image(const ImageInput& image) override {
     GenerationRequest request;
     request.images.push_back(image);
-    const EncodedImages encoded = encode_images(request, {0}, nullptr);
+    const EncodedImages encoded = encode_images(request, {{false, 0}}, nullptr);
     ImageEmbeddings out;
     out.tokens = encoded.features[0]->vision.tokens;
     out.width = model_->config.vision.out_hidden_size;
@@ -158,7 +192,8 @@ class EngineImpl : public Engine {
   bool cancelled(const std::atomic<bool>* cancel) const {
     return cancel != nullptr && cancel->load(std::memory_order_relaxed);
   }
-  EncodedImages encode_images(const GenerationRequest& request, const std::vector<int>& order,
+  // Pictures and videos in prompt order (a video's features hold all its frame pairs).
+  EncodedImages encode_images(const GenerationRequest& request, const std::vector<VisualRef>& order,
                               const std::atomic<bool>* cancel);
   EngineStats stats() const override;
   // The id of "</think>" (-1 if the tokenizer has no such single token): where a Thinking
@@ -180,6 +215,7 @@ class EngineImpl : public Engine {
   TextDecoder decoder_;
   VisionEncoder vision_;
   PreprocessConfig preprocess_;
+  VideoSettings video_;
   ModelInfo info_;
   TurnLock turn_;  // the decoder and vision tower run one step at a time
   ImageFeatureCache image_cache_;
@@ -191,57 +227,79 @@ class EngineImpl : public Engine {
 };
 
 EncodedImages EngineImpl::encode_images(const GenerationRequest& request,
-                                        const std::vector<int>& order,
+                                        const std::vector<VisualRef>& order,
                                         const std::atomic<bool>* cancel) {
   DecodeLimits limits;
   limits.max_bytes = options_.max_image_bytes;
   limits.max_pixels = options_.max_image_pixels;
   EncodedImages out;
   for (size_t k = 0; k < order.size(); ++k) {
-    const int idx = order[k];
-    if (idx < 0 || idx >= static_cast<int>(request.images.size())) {
-      fail(ErrorCode::kInvalidArgument, "image part refers to image " + std::to_string(idx) +
-                                            ", but the request has " +
-                                            std::to_string(request.images.size()));
-    }
-    const ImageInput& in = request.images[idx];
-    PreprocessConfig pre = preprocess_;
-    if (in.min_tokens > 0 || in.max_tokens > 0) {
-      const int64_t lo = in.min_tokens > 0 ? in.min_tokens : info_.image_min_tokens;
-      const int64_t hi = in.max_tokens > 0 ? in.max_tokens : std::max(lo, info_.image_max_tokens);
-      pre = with_token_budget(model_->preprocess, lo, hi);
-    }
-    const ImageKey key = image_key(in.bytes.data(), in.bytes.size(), pre);
-    out.identities.push_back(image_identity(key));
-    if (SharedImageFeatures cached = image_cache_.find(key)) {
-      out.features.push_back(std::move(cached));
-      continue;
+    const int idx = order[k].index;
+    const bool video = order[k].video;
+    const std::string kind = video ? "video" : "image";
+    const size_t available = video ? request.videos.size() : request.images.size();
+    if (idx < 0 || idx >= static_cast<int>(available)) {
+      fail(ErrorCode::kInvalidArgument, kind + " part refers to " + kind + " " +
+                                            std::to_string(idx) + ", but the request has " +
+                                            std::to_string(available));
     }
     try {
+      PreprocessConfig pre = preprocess_;
+      VideoPreprocessConfig video_pre;
+      ImageKey key;
+      if (video) {
+        if (model_->config.video_token_id < 0) {
+          fail(ErrorCode::kUnsupported, "this model's config has no video_token_id");
+        }
+        video_pre = video_request_config(video_, request.videos[idx]);
+        key = video_key(request.videos[idx], video_pre);
+      } else {
+        const ImageInput& in = request.images[idx];
+        if (in.min_tokens > 0 || in.max_tokens > 0) {
+          const int64_t lo = in.min_tokens > 0 ? in.min_tokens : info_.image_min_tokens;
+          const int64_t hi =
+              in.max_tokens > 0 ? in.max_tokens : std::max(lo, info_.image_max_tokens);
+          pre = with_token_budget(model_->preprocess, lo, hi);
+        }
+        key = image_key(in.bytes.data(), in.bytes.size(), pre);
+      }
+      out.identities.push_back(image_identity(key));
+      if (SharedImageFeatures cached = image_cache_.find(key)) {
+        out.features.push_back(std::move(cached));
+        continue;
+      }
       const profile::StageScope stage(profile::Phase::kVision);
       // Decoding and resizing need no model: they run beside the scheduler's steps.
-      PreprocessedImage prepared =
-          prepare_image_bytes(in.bytes.data(), in.bytes.size(), limits, pre);
+      PreprocessedImage prepared;
+      PreprocessedVideo prepared_video;
+      if (video) {
+        prepared_video = prepare_video(request.videos[idx], video_pre, video_);
+      } else {
+        const ImageInput& in = request.images[idx];
+        prepared = prepare_image_bytes(in.bytes.data(), in.bytes.size(), limits, pre);
+      }
       std::unique_lock<TurnLock> turn(turn_);
       if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
       // Within blocks of the tower, running requests get a decode step (the turn is fair) before
       // the tower's next piece would hold the model longer than their last step took.
       Timer held;
       double piece_start_ms = 0;
+      const std::function<void()> between = [&] {
+        const double now = held.millis(), piece = now - piece_start_ms;
+        piece_start_ms = now;
+        if (piece > 1000) {
+          QVL_LOG(kDebug) << "slow vision piece: " << piece << " ms";
+        }
+        if (now + piece <= scheduler_.decode_step_ms()) return;
+        turn.unlock();
+        turn.lock();
+        held.reset();
+        piece_start_ms = 0;
+        if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
+      };
       auto features = std::make_shared<const ImageFeatures>(
-          encode_prepared_image(vision_, std::move(prepared), [&] {
-            const double now = held.millis(), piece = now - piece_start_ms;
-            piece_start_ms = now;
-            if (piece > 1000) {
-              QVL_LOG(kDebug) << "slow vision piece: " << piece << " ms";
-            }
-            if (now + piece <= scheduler_.decode_step_ms()) return;
-            turn.unlock();
-            turn.lock();
-            held.reset();
-            piece_start_ms = 0;
-            if (cancelled(cancel)) fail(ErrorCode::kCancelled, "request cancelled");
-          }));
+          video ? encode_prepared_video(vision_, prepared_video, video_pre, between)
+                : encode_prepared_image(vision_, std::move(prepared), between));
       if (held.millis() - piece_start_ms > 1000) {
         QVL_LOG(kDebug) << "slow vision tail: " << held.millis() - piece_start_ms << " ms";
       }
@@ -253,7 +311,7 @@ EncodedImages EngineImpl::encode_images(const GenerationRequest& request,
       out.features.push_back(std::move(features));
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kCancelled) throw;
-      fail(e.code(), "image " + std::to_string(idx + 1) + ": " + e.what());
+      fail(e.code(), kind + " " + std::to_string(idx + 1) + ": " + e.what());
     }
   }
   return out;
@@ -273,18 +331,11 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
   Sequence seq(model_->tokenizer, sp);
   GenerationResult& result = seq.result;
 
-  // Images first: they decide how many pad tokens the prompt has.
-  const std::vector<int> order = image_order(request.messages);
+  // Pictures and videos first: they decide how many pad tokens the prompt has.
+  const std::vector<VisualRef> order = visual_order(request.messages);
   const Timer image_timer;
   const EncodedImages images = encode_images(request, order, cancel);
   result.stats.image_ms = order.empty() ? 0.0 : image_timer.millis();
-  std::vector<int64_t> image_tokens;
-  std::vector<ImageGrid> grids;
-  for (const auto& f : images.features) {
-    image_tokens.push_back(f->vision.tokens);
-    grids.push_back(f->grid);
-    result.stats.image_tokens += f->vision.tokens;
-  }
 
   if (auto grammar = compile_output_constraint(request)) {
     seq.constraint = std::make_unique<TokenConstraint>(std::move(grammar), constraint_vocabulary(),
@@ -293,7 +344,11 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
   }
   const std::string prompt_text =
       render_prompt(request.messages, request.tools, model_->chat_variant);
-  result.prompt_ids = prompt_token_ids(model_->tokenizer, cfg, prompt_text, image_tokens);
+  VisualPrompt visual =
+      build_visual_prompt(model_->tokenizer, cfg, prompt_text, order, images.features);
+  result.stats.image_tokens = visual.image_tokens;
+  result.stats.video_tokens = visual.video_tokens;
+  result.prompt_ids = std::move(visual.ids);
   const auto& ids = result.prompt_ids;
   const int64_t n = static_cast<int64_t>(ids.size());
   result.stats.prompt_tokens = n;
@@ -305,20 +360,20 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
                                           "or smaller images");
   }
   seq.max_new = std::min<int64_t>(sp.max_tokens, info_.context_length - n);
-  seq.positions =
-      compute_rope_positions(ids, grids, cfg.image_token_id, cfg.vision.spatial_merge_size);
+  seq.positions = compute_rope_positions(ids, visual.grids, cfg.image_token_id,
+                                         cfg.vision.spatial_merge_size, cfg.video_token_id);
   // Prompt embeddings with image features at the pad positions, DeepStack added per layer.
   seq.prompt = PromptEmbeddings(decoder_, cfg, ids, images.features);
-  // Cache keys: image pads name their image and row.
+  // Cache keys: image and video pads name their picture or video and row.
   seq.keys.resize(static_cast<size_t>(n));
   size_t image = 0;
   int64_t row = 0;
   for (int64_t i = 0; i < n; ++i) {
-    if (ids[i] != cfg.image_token_id) {
+    if (ids[i] != cfg.image_token_id && ids[i] != cfg.video_token_id) {
       seq.keys[i] = static_cast<uint64_t>(ids[i]);
       continue;
     }
-    while (row >= image_tokens[image]) {
+    while (row >= images.features[image]->vision.tokens) {
       ++image;
       row = 0;
     }
@@ -372,8 +427,12 @@ ScoreResult EngineImpl::score(const GenerationRequest& request,
                               const std::vector<int64_t>& continuation,
                               const LogitsCallback& on_logits) {
   if (request.messages.empty()) fail(ErrorCode::kInvalidArgument, "messages must not be empty");
-  const std::vector<SharedImageFeatures> images =
-      encode_images(request, image_order(request.messages), nullptr).features;
+  if (!request.videos.empty()) {
+    fail(ErrorCode::kUnsupported, "scoring does not take videos yet");
+  }
+  std::vector<VisualRef> order;
+  for (int idx : image_order(request.messages)) order.push_back({false, idx});
+  const std::vector<SharedImageFeatures> images = encode_images(request, order, nullptr).features;
   std::vector<int64_t> image_tokens;
   for (const auto& f : images) image_tokens.push_back(f->vision.tokens);
   const std::vector<int64_t> ids = prompt_token_ids(

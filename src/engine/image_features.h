@@ -14,8 +14,9 @@
 namespace qvl {
 
 struct ImageFeatures {
-  ImageGrid grid;  // in patches, before the merge
-  VisionOutput vision;
+  ImageGrid grid;       // in patches, before the merge; a video's t counts its frame pairs
+  VisionOutput vision;  // a video's pairs one after another
+  std::vector<double> pair_timestamps;  // a video's, one per frame pair (seconds)
 };
 // Features are shared between requests through the image cache and never change once made.
 using SharedImageFeatures = std::shared_ptr<const ImageFeatures>;

@@ -28,8 +28,9 @@ std::string render_prompt(const std::vector<Message>& messages,
     c.content_is_string = m.content_is_string;
     for (const auto& p : m.parts) {
       ChatPart part;
-      part.kind =
-          p.kind == ContentPart::Kind::kImage ? ChatPart::Kind::kImage : ChatPart::Kind::kText;
+      part.kind = p.kind == ContentPart::Kind::kImage   ? ChatPart::Kind::kImage
+                  : p.kind == ContentPart::Kind::kVideo ? ChatPart::Kind::kVideo
+                                                        : ChatPart::Kind::kText;
       part.text = p.text;
       c.parts.push_back(std::move(part));
     }

@@ -13,12 +13,13 @@ PromptEmbeddings::PromptEmbeddings(const TextDecoder& decoder, const ModelConfig
     : decoder_(&decoder),
       hidden_(config.text.hidden_size),
       image_token_id_(config.image_token_id),
+      video_token_id_(config.video_token_id),
       ids_(std::move(ids)),
       images_(std::move(images)) {
   size_t img = 0;
   int64_t row_in_image = 0;
   for (int64_t i = 0; i < rows(); ++i) {
-    if (ids_[i] != image_token_id_) continue;
+    if (ids_[i] != image_token_id_ && ids_[i] != video_token_id_) continue;
     while (img < images_.size() && row_in_image >= images_[img]->vision.tokens) {
       ++img;
       row_in_image = 0;

@@ -46,6 +46,7 @@ class PromptEmbeddings {
   const TextDecoder* decoder_ = nullptr;
   int64_t hidden_ = 0;
   int64_t image_token_id_ = -1;
+  int64_t video_token_id_ = -1;  // a video's pads take its rows like an image's
   std::vector<int64_t> ids_;
   std::vector<SharedImageFeatures> images_;
   std::vector<int64_t> pad_rows_;  // ascending prompt rows of the image pads

@@ -117,12 +117,11 @@ VideoPreprocessConfig parse_video_preprocess_config(const std::string& json_text
 
 VideoPreprocessConfig video_preprocess_config_for(const std::string& model_dir,
                                                   const PreprocessConfig& image_config) {
-  // transformers' Qwen3VLVideoProcessor class defaults, used where the file says nothing.
+  // Where the file says nothing (or a packed/GGUF model has no folder): the values every
+  // released Qwen3-VL's video_preprocessor_config.json has (VideoPreprocessConfig's defaults).
   VideoPreprocessConfig c;
   c.layout = image_config.layout();
   c.norm = image_config.normalization();
-  c.min_pixels = 128 * 32 * 32;
-  c.max_pixels = 32 * 32 * 768;
   const std::string path = model_dir + "/video_preprocessor_config.json";
   std::error_code ec;
   if (model_dir.empty() || !std::filesystem::is_regular_file(path, ec)) {
@@ -205,23 +204,49 @@ PreprocessedVideo preprocess_video_frames(const std::vector<RgbImage>& frames,
                                             std::to_string(f.height) + ")");
     }
   }
-  const int64_t n = static_cast<int64_t>(frames.size());
-  const ImageSize size = video_frame_size(n, width, height, config);
-  PreprocessedVideo out;
-  out.frame_indices = frame_indices;
-  out.timestamps = pair_timestamps(frame_indices, video_fps, config.layout.temporal_patch_size);
-  out.grid_t = static_cast<int>((n + 1) / 2);
-  out.grid_h = size.height / config.layout.patch_size;
-  out.grid_w = size.width / config.layout.patch_size;
+  const ImageSize size =
+      video_frame_size(static_cast<int64_t>(frames.size()), width, height, config);
   if (resized_frames != nullptr) {
     if (resized_frames->size() != frames.size()) {
       fail(ErrorCode::kInvalidArgument, "resized frames must match the sampled frames");
     }
-    out.resized = *resized_frames;
-  } else {
-    for (const RgbImage& f : frames)
-      out.resized.push_back(resize_bicubic(f, size.width, size.height));
+    return video_from_resized_frames(*resized_frames, frame_indices, video_fps, config);
   }
+  std::vector<RgbImage> resized;
+  for (const RgbImage& f : frames) resized.push_back(resize_bicubic(f, size.width, size.height));
+  return video_from_resized_frames(std::move(resized), frame_indices, video_fps, config);
+}
+
+PreprocessedVideo video_from_resized_frames(std::vector<RgbImage> resized,
+                                            const std::vector<int64_t>& frame_indices,
+                                            double video_fps, const VideoPreprocessConfig& config) {
+  validate_video_preprocess_config(config);
+  if (resized.empty() || resized.size() != frame_indices.size()) {
+    fail(ErrorCode::kInvalidArgument, "a video needs frames, one per sampled index");
+  }
+  if (resized.size() < static_cast<size_t>(config.layout.temporal_patch_size)) {
+    fail(ErrorCode::kInvalidArgument, "a video needs at least " +
+                                          std::to_string(config.layout.temporal_patch_size) +
+                                          " sampled frames, got " + std::to_string(resized.size()));
+  }
+  const int window = config.factor();
+  const RgbImage& first = resized.front();
+  for (const RgbImage& f : resized) {
+    if (f.width != first.width || f.height != first.height || f.width <= 0 ||
+        f.width % window != 0 || f.height % window != 0) {
+      fail(ErrorCode::kInvalidArgument,
+           "resized video frames must share one size whose sides "
+           "are multiples of " +
+               std::to_string(window));
+    }
+  }
+  PreprocessedVideo out;
+  out.frame_indices = frame_indices;
+  out.timestamps = pair_timestamps(frame_indices, video_fps, config.layout.temporal_patch_size);
+  out.grid_t = static_cast<int>((resized.size() + 1) / 2);
+  out.grid_h = first.height / config.layout.patch_size;
+  out.grid_w = first.width / config.layout.patch_size;
+  out.resized = std::move(resized);
   return out;
 }
 

@@ -35,8 +35,8 @@ struct VideoPreprocessConfig {
 void validate_video_preprocess_config(const VideoPreprocessConfig& config);
 
 // From <model_dir>/video_preprocessor_config.json when the folder has one (size.shortest_edge /
-// longest_edge, fps, min_frames, max_frames, patch sizes, mean, std: each optional), else
-// transformers' Qwen3VLVideoProcessor class defaults on top of the image processor's layout.
+// longest_edge, fps, min_frames, max_frames, patch sizes, mean, std: each optional), else the
+// released Qwen3-VL values (the defaults above) on top of the image processor's layout.
 VideoPreprocessConfig video_preprocess_config_for(const std::string& model_dir,
                                                   const PreprocessConfig& image_config);
 // The same from JSON text (`where` names it in errors) over `defaults`.
@@ -66,6 +66,12 @@ PreprocessedVideo preprocess_video_frames(const std::vector<RgbImage>& frames,
                                           const std::vector<int64_t>& frame_indices,
                                           double video_fps, const VideoPreprocessConfig& config,
                                           const std::vector<RgbImage>* resized_frames = nullptr);
+
+// The same from frames already resized to one size whose sides are multiples of
+// patch_size * merge_size (a decoder that resizes each frame as it comes).
+PreprocessedVideo video_from_resized_frames(std::vector<RgbImage> resized,
+                                            const std::vector<int64_t>& frame_indices,
+                                            double video_fps, const VideoPreprocessConfig& config);
 
 // Pair t's pixel_values, made when the tower needs them (all pairs of a long video at once would
 // be ~16x the resized frames): [grid_h * grid_w, patch_dim] rows in merge-window order, columns

@@ -9,7 +9,7 @@ namespace qvl {
 
 RopePositions compute_rope_positions(const std::vector<int64_t>& ids,
                                      const std::vector<ImageGrid>& grids, int64_t image_token_id,
-                                     int64_t merge) {
+                                     int64_t merge, int64_t video_token_id) {
   const int64_t n = static_cast<int64_t>(ids.size());
   RopePositions out;
   out.n = n;
@@ -18,7 +18,8 @@ RopePositions compute_rope_positions(const std::vector<int64_t>& ids,
   size_t image = 0;
   int64_t i = 0;
   while (i < n) {
-    if (ids[i] != image_token_id) {
+    const int64_t pad = ids[i];
+    if (pad != image_token_id && (video_token_id < 0 || pad != video_token_id)) {
       for (int d = 0; d < 3; ++d) out.pos[d * n + i] = next;
       ++next;
       ++i;
@@ -34,7 +35,7 @@ RopePositions compute_rope_positions(const std::vector<int64_t>& ids,
     const int64_t gh = g.h / merge, gw = g.w / merge, count = g.t * gh * gw;
     if (i + count > n) fail(ErrorCode::kInvalidArgument, "image pad run is shorter than its grid");
     for (int64_t k = 0; k < count; ++k) {
-      if (ids[i + k] != image_token_id) {
+      if (ids[i + k] != pad) {
         fail(ErrorCode::kInvalidArgument,
              "image pad run " + std::to_string(image) + " has fewer pads than its grid needs");
       }

@@ -18,9 +18,11 @@ struct RopePositions {
 
 // ids: prompt with every image already expanded to t*(h/m)*(w/m) image_token_id pads, each run
 // directly after a vision_start token. grids: one per image, in order of appearance.
-// Throws if the pads do not match the grids.
+// Video pads (video_token_id, when >= 0) are runs as well: a video is split per frame pair
+// (t = 1 each, its "<t seconds>" text between them), as transformers' get_rope_index does, so
+// grids then hold one entry per pair. Throws if the pads do not match the grids.
 RopePositions compute_rope_positions(const std::vector<int64_t>& ids,
                                      const std::vector<ImageGrid>& grids, int64_t image_token_id,
-                                     int64_t spatial_merge_size);
+                                     int64_t spatial_merge_size, int64_t video_token_id = -1);
 
 }  // namespace qvl

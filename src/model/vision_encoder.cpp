@@ -253,6 +253,32 @@ std::vector<float> VisionEncoder::embed_patches(const float* pixels, int64_t gh,
   return x;
 }
 
+std::vector<float> VisionEncoder::embed_frame_pair_patches(const float* pixels, int64_t gh,
+                                                           int64_t gw, const TensorTap& tap) const {
+  const int64_t n = gh * gw, hid = config_.hidden_size;
+  const int64_t in_cols = w_.patch_embed_frames.cols();
+  std::vector<float> x(n * hid);
+  {
+    const profile::StageScope stage(profile::Work::kPatchEmbed);
+    const RowChunks chunks = row_chunks(n, row_chunk_);
+    for (int64_t c = 0; c < chunks.count; ++c) {
+      const int64_t r0 = chunks.begin(c), rows = chunks.begin(c + 1) - r0;
+      ops::matmul(pixels + r0 * in_cols, rows, w_.patch_embed_frames, w_.patch_embed_bias.data(),
+                  x.data() + r0 * hid, kTowerPrecision);
+    }
+  }
+  if (tap) tap("vision.patch_embeds", x.data(), n, hid);
+  return x;
+}
+
+VisionOutput VisionEncoder::encode_frame_pair(const float* pixels, int64_t gh, int64_t gw,
+                                              const TensorTap& tap,
+                                              const std::function<void()>& between_blocks) const {
+  check_grid(gh, gw);
+  map_weights_in();
+  return run_blocks(embed_frame_pair_patches(pixels, gh, gw, tap), gh, gw, tap, between_blocks);
+}
+
 void VisionEncoder::map_weights_in() const {
   // One madvise (~12 ms for the 2B tower's 0.43 GB of q8) instead of ~0.18 s of page faults
   // spread over the first image.

@@ -43,6 +43,12 @@ class VisionEncoder {
   VisionOutput encode(std::vector<float>&& pixel_values, int64_t grid_h, int64_t grid_w,
                       const TensorTap& tap = {},
                       const std::function<void()>& between_blocks = {}) const;
+  // One frame pair of a video: as encode, but the two temporal slices of each pixel_values row
+  // differ, so the patch embedding uses the whole Conv3d kernel. The pair is one attention
+  // window with its own positions, as transformers' cu_seqlens split a video per grid_t.
+  VisionOutput encode_frame_pair(const float* pixel_values, int64_t grid_h, int64_t grid_w,
+                                 const TensorTap& tap = {},
+                                 const std::function<void()>& between_blocks = {}) const;
   // Heads per attention call for an image of n patches (attention_heads, or the default's choice).
   int64_t attention_heads_per_call(int64_t n) const;
 
@@ -55,6 +61,8 @@ class VisionEncoder {
   void map_weights_in() const;
   std::vector<float> embed_patches(const float* pixel_values, int64_t grid_h, int64_t grid_w,
                                    const TensorTap& tap) const;
+  std::vector<float> embed_frame_pair_patches(const float* pixel_values, int64_t grid_h,
+                                              int64_t grid_w, const TensorTap& tap) const;
   VisionOutput run_blocks(std::vector<float> x, int64_t grid_h, int64_t grid_w,
                           const TensorTap& tap, const std::function<void()>& between_blocks) const;
 

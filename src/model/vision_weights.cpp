@@ -76,6 +76,12 @@ VisionWeights load_vision_weights(const VisionConfig& c, const WeightStore& s,
   w.patch_embed =
       ops::PackedMatrix::pack({ops::WeightType::kF32, w.patch_embed_still.data(), hid, still_cols},
                               fitting_type(types.vision_patch, still_cols));
+  // [hid, C, T, P, P] row-major is already [hid, C * T * P * P] in pixel_values column order.
+  w.patch_embed_frames_f32 = kernel;
+  const int64_t frame_cols = c.in_channels * tp * plane;
+  w.patch_embed_frames = ops::PackedMatrix::pack(
+      {ops::WeightType::kF32, w.patch_embed_frames_f32.data(), hid, frame_cols},
+      fitting_type(types.vision_patch, frame_cols));
   w.patch_embed_bias = vector_weight(s, p + "patch_embed.proj.bias", hid);
   w.pos_embed = matrix_weight(s, p + "pos_embed.weight", c.num_position_embeddings, hid);
   for (int64_t b = 0; b < c.depth; ++b) {

@@ -37,6 +37,10 @@ struct VisionWeights {
   // still images whose frames are identical copies.
   std::vector<float> patch_embed_still;
   ops::PackedMatrix patch_embed;  // patch_embed_still packed for the kernels
+  // The whole kernel [hidden, C * T * P * P], columns (channel, frame, y, x) as pixel_values rows:
+  // for video frame pairs, whose frames differ.
+  std::vector<float> patch_embed_frames_f32;
+  ops::PackedMatrix patch_embed_frames;
   std::vector<float> patch_embed_bias;
   ops::WeightRef pos_embed;  // [num_position_embeddings, hidden]
   std::vector<VisionBlockWeights> blocks;

@@ -14,7 +14,7 @@
 namespace qvl {
 
 struct ChatPart {
-  enum class Kind { kText, kImage };
+  enum class Kind { kText, kImage, kVideo };  // a video renders its own placeholder
   Kind kind = Kind::kText;
   std::string text;       // kText: the text
   std::string image_ref;  // kImage: URL, data URI or path as given (may be empty)

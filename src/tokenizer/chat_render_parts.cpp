@@ -17,6 +17,8 @@ void append_visual_content(const ChatMessage& m, std::string& out) {
   for (const ChatPart& part : m.parts) {
     if (part.kind == ChatPart::Kind::kImage && !m.content_is_string) {
       out += kImagePlaceholder;
+    } else if (part.kind == ChatPart::Kind::kVideo && !m.content_is_string) {
+      out += kVideoPlaceholder;
     } else {
       out += part.text;
     }

@@ -9,6 +9,7 @@
 namespace qvl::chat_parts {
 
 inline constexpr const char* kImagePlaceholder = "<|vision_start|><|image_pad|><|vision_end|>";
+inline constexpr const char* kVideoPlaceholder = "<|vision_start|><|video_pad|><|vision_end|>";
 
 // `message.content` truthiness in Jinja: a non-empty string or a non-empty list.
 bool content_is_truthy(const ChatMessage& m);
