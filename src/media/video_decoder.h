@@ -32,22 +32,49 @@ class DecodeDeadline {
   // Throws kResourceExhausted naming the limit once the budget is spent.
   void check() const;
   double seconds() const { return seconds_; }
+  double remaining_seconds() const {
+    return std::chrono::duration<double>(end_ - std::chrono::steady_clock::now()).count();
+  }
 
  private:
   double seconds_;
   std::chrono::steady_clock::time_point end_;
 };
 
+// Which frames to hand out, and at what size.
+struct FrameRequest {
+  std::vector<int64_t> indices;  // validated: ascending, in range, at most max_frames
+  int width = 0;                 // > 0: each frame resized to width x height (resize_bicubic)
+  int height = 0;
+};
+
 class VideoSource::Decoder {
  public:
   virtual ~Decoder() = default;
   virtual const VideoInfo& info() const = 0;
-  // Hands `sink` one frame per entry of `indices` (validated: ascending, in range), in order.
-  virtual void decode(const std::vector<int64_t>& indices,
+  // Hands `sink` one frame per entry of request.indices, in order.
+  virtual void decode(const FrameRequest& request,
                       const std::function<void(VideoFrame&&)>& sink) = 0;
 };
 
 using VideoDecoderPtr = std::unique_ptr<VideoSource::Decoder>;
+
+// The decoded (upright) frame as the request wants it: resized when it asks for a size.
+RgbImage fit_to_request(RgbImage image, const FrameRequest& request);
+
+// Throws kInvalidArgument for indices that are empty, out of order or out of range and for a bad
+// size; kResourceExhausted for more indices than limits.max_frames.
+void validate_frame_request(const FrameRequest& request, const VideoInfo& info,
+                            const VideoLimits& limits);
+// Throws kResourceExhausted when the answer's RGB bytes would pass limits.max_output_bytes.
+void check_output_bytes(const FrameRequest& request, const VideoInfo& info,
+                        const VideoLimits& limits);
+
+// The decoder for these bytes in this process (the limits already validated), or in the media
+// worker (video_worker.cpp): the same answers, the parsing done in a sandboxed child.
+VideoDecoderPtr open_video_in_process(std::string bytes, const VideoLimits& limits);
+VideoDecoderPtr open_video_in_worker(std::string bytes, const VideoLimits& limits);
+
 
 // Container families, told apart by their first bytes (the WebP check is exact; everything else
 // goes to FFmpeg's prober).

@@ -149,8 +149,7 @@ class FfmpegVideo final : public VideoSource::Decoder {
 
   const VideoInfo& info() const override { return info_; }
 
-  void decode(const std::vector<int64_t>& indices,
-              const std::function<void(VideoFrame&&)>& sink) override;
+  void decode(const FrameRequest& request, const std::function<void(VideoFrame&&)>& sink) override;
 
  private:
   void scan_packets(Container& container, int64_t declared_frames, AVRational average_rate);
@@ -259,8 +258,9 @@ int64_t FfmpegVideo::index_of(int64_t pts, int64_t decoded_index) const {
   return first;
 }
 
-void FfmpegVideo::decode(const std::vector<int64_t>& indices,
+void FfmpegVideo::decode(const FrameRequest& request,
                          const std::function<void(VideoFrame&&)>& sink) {
+  const std::vector<int64_t>& indices = request.indices;
   deadline_->check();
   Container container(bytes_, *deadline_);
   AVFormatContext* format = container.format();
@@ -310,7 +310,7 @@ void FfmpegVideo::decode(const std::vector<int64_t>& indices,
       check_frame_size(decoded.width, decoded.height, limits_);
     }
     RgbImage image = frame_to_rgb(decoded, stored_width_, stored_height_, scale.context);
-    image = rotate_clockwise(std::move(image), info_.rotation_degrees);
+    image = fit_to_request(rotate_clockwise(std::move(image), info_.rotation_degrees), request);
     const double time =
         seconds_of(frame_pts_[size_t(frame_index)] - frame_pts_.front(), time_base_);
     while (next < indices.size() && indices[next] <= cover_through) {

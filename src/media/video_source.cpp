@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "image/resize.h"
 #include "media/video_decoder.h"
 
 namespace qvl::media {
@@ -22,29 +23,10 @@ std::string seconds_text(double seconds) {
 void validate_limits(const VideoLimits& limits) {
   if (limits.max_bytes == 0 || !(limits.max_duration_s > 0) || limits.max_frames < 1 ||
       limits.max_frame_pixels == 0 || !(limits.max_decode_seconds > 0) ||
-      limits.max_output_bytes == 0 || limits.decoder_threads < 1 || limits.decoder_threads > 16) {
+      limits.max_output_bytes == 0 || limits.max_memory_bytes == 0 || limits.decoder_threads < 1 ||
+      limits.decoder_threads > 16) {
     fail(ErrorCode::kInvalidArgument,
          "video limits must be positive (decoder threads between 1 and 16)");
-  }
-}
-
-void validate_indices(const std::vector<int64_t>& indices, const VideoInfo& info,
-                      const VideoLimits& limits) {
-  if (indices.empty()) fail(ErrorCode::kInvalidArgument, "no video frames were asked for");
-  if (static_cast<int64_t>(indices.size()) > limits.max_frames) {
-    fail(ErrorCode::kResourceExhausted, std::to_string(indices.size()) +
-                                            " video frames were asked for, above the limit of " +
-                                            std::to_string(limits.max_frames));
-  }
-  for (size_t i = 0; i < indices.size(); ++i) {
-    if (indices[i] < 0 || indices[i] >= info.frame_count) {
-      fail(ErrorCode::kInvalidArgument, "video frame index " + std::to_string(indices[i]) +
-                                            " is outside the video's " +
-                                            std::to_string(info.frame_count) + " frames");
-    }
-    if (i > 0 && indices[i] < indices[i - 1]) {
-      fail(ErrorCode::kInvalidArgument, "video frame indices must be in ascending order");
-    }
   }
 }
 
@@ -94,11 +76,67 @@ void check_stream_frames(int64_t frames) {
   }
 }
 
+void validate_frame_request(const FrameRequest& request, const VideoInfo& info,
+                            const VideoLimits& limits) {
+  const std::vector<int64_t>& indices = request.indices;
+  if (request.width != 0 || request.height != 0) {
+    if (request.width < 1 || request.height < 1 || request.width > kMaxFrameSide ||
+        request.height > kMaxFrameSide) {
+      fail(ErrorCode::kInvalidArgument, "video frames cannot be resized to " +
+                                            std::to_string(request.width) + "x" +
+                                            std::to_string(request.height));
+    }
+  }
+  if (indices.empty()) fail(ErrorCode::kInvalidArgument, "no video frames were asked for");
+  if (static_cast<int64_t>(indices.size()) > limits.max_frames) {
+    fail(ErrorCode::kResourceExhausted, std::to_string(indices.size()) +
+                                            " video frames were asked for, above the limit of " +
+                                            std::to_string(limits.max_frames));
+  }
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] < 0 || indices[i] >= info.frame_count) {
+      fail(ErrorCode::kInvalidArgument, "video frame index " + std::to_string(indices[i]) +
+                                            " is outside the video's " +
+                                            std::to_string(info.frame_count) + " frames");
+    }
+    if (i > 0 && indices[i] < indices[i - 1]) {
+      fail(ErrorCode::kInvalidArgument, "video frame indices must be in ascending order");
+    }
+  }
+}
+
+void check_output_bytes(const FrameRequest& request, const VideoInfo& info,
+                        const VideoLimits& limits) {
+  const int width = request.width > 0 ? request.width : info.width;
+  const int height = request.width > 0 ? request.height : info.height;
+  const uint64_t bytes = uint64_t(width) * uint64_t(height) * 3 * request.indices.size();
+  if (bytes > limits.max_output_bytes) {
+    fail(ErrorCode::kResourceExhausted,
+         std::to_string(request.indices.size()) + " frames of " + std::to_string(width) + "x" +
+             std::to_string(height) + " exceed the limit of " +
+             std::to_string(limits.max_output_bytes) + " bytes of decoded frames");
+  }
+}
+
 VideoSource::VideoSource(std::unique_ptr<Decoder> decoder, const VideoLimits& limits)
     : decoder_(std::move(decoder)), limits_(limits) {}
 VideoSource::VideoSource(VideoSource&&) noexcept = default;
 VideoSource& VideoSource::operator=(VideoSource&&) noexcept = default;
 VideoSource::~VideoSource() = default;
+
+VideoDecoderPtr open_video_in_process(std::string bytes, const VideoLimits& limits) {
+#if QVL_HAS_VIDEO
+  auto deadline = std::make_shared<const DecodeDeadline>(limits.max_decode_seconds);
+  if (looks_like_webp(bytes)) {
+    return open_webp_animation(std::move(bytes), limits, std::move(deadline));
+  }
+  return open_ffmpeg_video(std::move(bytes), limits, std::move(deadline));
+#else
+  (void)bytes;
+  (void)limits;
+  fail(ErrorCode::kUnsupported, "this qvl was built without video support (QVL_VIDEO=OFF)");
+#endif
+}
 
 VideoSource VideoSource::open(std::string bytes, const VideoLimits& limits) {
   validate_limits(limits);
@@ -111,15 +149,10 @@ VideoSource VideoSource::open(std::string bytes, const VideoLimits& limits) {
                                             " bytes, above the limit of " +
                                             std::to_string(limits.max_bytes));
   }
-#if QVL_HAS_VIDEO
-  auto deadline = std::make_shared<const DecodeDeadline>(limits.max_decode_seconds);
-  if (looks_like_webp(bytes)) {
-    return VideoSource(open_webp_animation(std::move(bytes), limits, std::move(deadline)), limits);
+  if (limits.isolation == VideoIsolation::kWorker) {
+    return VideoSource(open_video_in_worker(std::move(bytes), limits), limits);
   }
-  return VideoSource(open_ffmpeg_video(std::move(bytes), limits, std::move(deadline)), limits);
-#else
-  fail(ErrorCode::kUnsupported, "this qvl was built without video support (QVL_VIDEO=OFF)");
-#endif
+  return VideoSource(open_video_in_process(std::move(bytes), limits), limits);
 }
 
 const VideoInfo& VideoSource::info() const {
@@ -127,24 +160,30 @@ const VideoInfo& VideoSource::info() const {
 }
 
 std::vector<VideoFrame> VideoSource::frames_at(const std::vector<int64_t>& indices) {
-  validate_indices(indices, info(), limits_);
-  const uint64_t frame_bytes = uint64_t(info().width) * uint64_t(info().height) * 3;
-  if (frame_bytes * indices.size() > limits_.max_output_bytes) {
-    fail(ErrorCode::kResourceExhausted,
-         std::to_string(indices.size()) + " frames of " + std::to_string(info().width) + "x" +
-             std::to_string(info().height) + " exceed the limit of " +
-             std::to_string(limits_.max_output_bytes) + " bytes of decoded frames");
-  }
+  return resized_frames_at(indices, 0, 0);
+}
+
+std::vector<VideoFrame> VideoSource::resized_frames_at(const std::vector<int64_t>& indices,
+                                                       int width, int height) {
+  const FrameRequest request{indices, width, height};
+  validate_frame_request(request, info(), limits_);
+  check_output_bytes(request, info(), limits_);
   std::vector<VideoFrame> frames;
   frames.reserve(indices.size());
-  decoder_->decode(indices, [&](VideoFrame&& frame) { frames.push_back(std::move(frame)); });
+  decoder_->decode(request, [&](VideoFrame&& frame) { frames.push_back(std::move(frame)); });
   return frames;
 }
 
 void VideoSource::for_each_frame(const std::vector<int64_t>& indices,
                                  const std::function<void(VideoFrame&&)>& sink) {
-  validate_indices(indices, info(), limits_);
-  decoder_->decode(indices, sink);
+  const FrameRequest request{indices, 0, 0};
+  validate_frame_request(request, info(), limits_);
+  decoder_->decode(request, sink);
+}
+
+RgbImage fit_to_request(RgbImage image, const FrameRequest& request) {
+  if (request.width <= 0) return image;
+  return resize_bicubic(image, request.width, request.height);
 }
 
 bool video_supported() {

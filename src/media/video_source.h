@@ -24,6 +24,14 @@
 
 namespace qvl::media {
 
+// Where the untrusted bytes are parsed. kWorker (the default) runs FFmpeg in the media worker, a
+// child process with its own address-space, CPU and wall-clock limits (media_worker.h), so a
+// decoder crash or blow-up costs one request, never the server; it needs the executable's main()
+// to call run_worker_if_requested() (qvl and the media/engine/eval/server test binaries do).
+// kInProcess decodes on the calling thread under the same limits but no memory limit (fuzzing,
+// tests of the decoder itself, tools).
+enum class VideoIsolation { kWorker, kInProcess };
+
 struct VideoLimits {
   size_t max_bytes = size_t{256} << 20;           // the encoded file
   double max_duration_s = 3600;                   // as declared by the container, and as decoded
@@ -32,6 +40,8 @@ struct VideoLimits {
   double max_decode_seconds = 60;                 // wall clock for open() plus every decode call
   uint64_t max_output_bytes = uint64_t{2} << 30;  // RGB bytes one frames_at() call may return
   int decoder_threads = 1;                        // threads the codec may use for one video
+  uint64_t max_memory_bytes = uint64_t{1} << 30;  // the media worker's address space
+  VideoIsolation isolation = VideoIsolation::kWorker;
 };
 
 struct VideoInfo {
@@ -75,8 +85,16 @@ class VideoSource {
   // keyframe before the first wanted frame when the container allows it, then decodes forward.
   std::vector<VideoFrame> frames_at(const std::vector<int64_t>& indices);
 
-  // The same, handing each frame to `sink` as soon as it is decoded, so that a caller that
-  // resizes frames holds only one full-size frame at a time (max_output_bytes does not apply).
+  // Frames at `indices` (as frames_at), each resized to width x height by resize_bicubic
+  // (image/resize.h: the processor's own resize, so the result equals resizing frames_at's
+  // frames) as soon as it is decoded: how the model should read a video, since only one
+  // full-size frame exists at a time and, in the media worker, only the resized frames cross back
+  // to the server. max_output_bytes applies to the resized frames.
+  std::vector<VideoFrame> resized_frames_at(const std::vector<int64_t>& indices, int width,
+                                            int height);
+
+  // frames_at handing each frame to `sink` as soon as it is decoded (in process) or received
+  // from the media worker (where the whole answer is received first, within max_output_bytes).
   void for_each_frame(const std::vector<int64_t>& indices,
                       const std::function<void(VideoFrame&&)>& sink);
 

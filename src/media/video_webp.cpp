@@ -74,8 +74,8 @@ class WebpAnimation final : public VideoSource::Decoder {
 
   const VideoInfo& info() const override { return info_; }
 
-  void decode(const std::vector<int64_t>& indices,
-              const std::function<void(VideoFrame&&)>& sink) override {
+  void decode(const FrameRequest& request, const std::function<void(VideoFrame&&)>& sink) override {
+    const std::vector<int64_t>& indices = request.indices;
     deadline_->check();
     const WebPData data{reinterpret_cast<const uint8_t*>(bytes_.data()), bytes_.size()};
     WebPAnimDecoderOptions options;
@@ -107,6 +107,7 @@ class WebpAnimation final : public VideoSource::Decoder {
           image.pixels[3 * i + c] = composite_over_white(canvas[4 * i + c], canvas[4 * i + 3]);
         }
       }
+      image = fit_to_request(std::move(image), request);
       const double time = double(start_ms_[size_t(index)]) / 1000.0;
       while (next < indices.size() && indices[next] == index) {
         const bool last_use = next + 1 == indices.size() || indices[next + 1] != index;

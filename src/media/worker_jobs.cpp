@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "media/document_jobs.h"
+#include "media/video_jobs.h"
 #include "media/worker_protocol.h"
 
 namespace qvl::media {
@@ -24,6 +25,8 @@ const std::map<std::string, WorkerJob>& builtin_jobs() {
   static const std::map<std::string, WorkerJob> jobs = {
       {kPdfJob, &run_pdf_job},
       {kTiffJob, &run_tiff_job},
+      {kVideoInfoJob, &run_video_info_job},
+      {kVideoFramesJob, &run_video_frames_job},
   };
   return jobs;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "image/resize.h"
 #include "media/video_clips.h"
 #include "media/video_source.h"
 
@@ -60,6 +61,18 @@ TEST_P(VideoFormats, InfoAndEveryFrameByIndex) {
   std::vector<int64_t> all;
   for (int64_t k = 0; k < spec.frames; ++k) all.push_back(k);
   expect_frames(video, all);
+  // The media worker (the default) and in-process decoding give the same bits.
+  VideoLimits in_process;
+  in_process.isolation = VideoIsolation::kInProcess;
+  VideoSource direct = VideoSource::open(make_clip(spec), in_process);
+  EXPECT_EQ(direct.info().frame_count, info.frame_count);
+  EXPECT_EQ(direct.info().fps, info.fps);
+  const auto sampled = video.frames_at({0, spec.frames / 2, spec.frames - 1});
+  const auto sampled_direct = direct.frames_at({0, spec.frames / 2, spec.frames - 1});
+  for (size_t i = 0; i < sampled.size(); ++i) {
+    EXPECT_EQ(sampled[i].image.pixels, sampled_direct[i].image.pixels);
+    EXPECT_EQ(sampled[i].time_s, sampled_direct[i].time_s);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -169,6 +182,38 @@ INSTANTIATE_TEST_SUITE_P(Turns, VideoRotation,
                          ::testing::Values(Turn{90, 1, 1, 1, 3}, Turn{180, 3, 1, 1, 1},
                                            Turn{270, 3, 3, 3, 1}),
                          [](const auto& param) { return std::to_string(param.param.degrees); });
+
+TEST_F(VideoDecode, ResizedFramesEqualTheImageResize) {
+  for (const VideoIsolation isolation : {VideoIsolation::kWorker, VideoIsolation::kInProcess}) {
+    VideoLimits limits;
+    limits.isolation = isolation;
+    VideoSource video = VideoSource::open(make_clip(testing::webm_vp9()), limits);
+    const auto full = video.frames_at({1, 1, 20});
+    const auto resized = video.resized_frames_at({1, 1, 20}, 32, 64);
+    ASSERT_EQ(resized.size(), 3u);
+    for (size_t i = 0; i < resized.size(); ++i) {
+      EXPECT_EQ(resized[i].index, full[i].index);
+      EXPECT_EQ(resized[i].image.width, 32);
+      EXPECT_EQ(resized[i].image.height, 64);
+      EXPECT_EQ(resized[i].image.pixels, resize_bicubic(full[i].image, 32, 64).pixels);
+    }
+  }
+}
+
+TEST_F(VideoDecode, WorkerLimitsHold) {
+  // The worker's output budget: more resized bytes than max_output_bytes is refused up front.
+  VideoLimits limits;
+  limits.max_output_bytes = 1000;
+  VideoSource video = VideoSource::open(make_clip(testing::mp4_h264()), limits);
+  try {
+    video.resized_frames_at({0, 1}, 32, 32);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted);
+    EXPECT_NE(std::string(e.what()).find("exceed the limit of 1000 bytes"), std::string::npos)
+        << e.what();
+  }
+}
 
 TEST_F(VideoDecode, ForEachFrameStreamsInOrder) {
   VideoSource video = VideoSource::open(make_clip(testing::mkv_h264()));
