@@ -10,6 +10,7 @@
 #include "cli/answer_printer.h"
 #include "cli/conversation.h"
 #include "cli/sampling_flags.h"
+#include "cli/video_files.h"
 #include "hub/model_pull.h"
 #include "qvl/engine.h"
 #include "server/logprobs_format.h"
@@ -25,6 +26,10 @@ struct RunOptions {
   std::string system;
   std::string messages_file;
   std::vector<std::string> images;
+  std::vector<std::string> videos;
+  double video_fps = 0;  // 0: the engine's defaults (docs/video.md)
+  int64_t video_max_frames = 0;
+  int64_t video_max_pixels = 0;
   int threads = 0;
   std::string quant;         // empty: q8 for a folder, as stored for a pre-packed file
   std::string lm_head;       // empty: the default for quant
@@ -57,8 +62,9 @@ void run(const RunOptions& o) {
   if (o.messages_file.empty() && o.prompt.empty()) {
     fail(ErrorCode::kInvalidArgument, "give a prompt, or --messages FILE");
   }
-  if (!o.messages_file.empty() && (!o.prompt.empty() || !o.images.empty())) {
-    fail(ErrorCode::kInvalidArgument, "--messages cannot be combined with a prompt or --image");
+  if (!o.messages_file.empty() && (!o.prompt.empty() || !o.images.empty() || !o.videos.empty())) {
+    fail(ErrorCode::kInvalidArgument,
+         "--messages cannot be combined with a prompt, --image or --video");
   }
   if (!o.json_schema_file.empty() && o.json_object) {
     fail(ErrorCode::kInvalidArgument, "give --json-schema or --json-object, not both");
@@ -76,11 +82,16 @@ void run(const RunOptions& o) {
   eo.kv_type = o.kv_type;
   eo.image_min_tokens = o.image_min_tokens;
   eo.image_max_tokens = o.image_max_tokens;
+  eo.video_fps = o.video_fps;
+  eo.video_max_fps = o.video_fps;
+  eo.video_max_frames = o.video_max_frames;
+  eo.video_max_pixels = o.video_max_pixels;
   auto engine = Engine::load(eo);
   GenerationRequest req =
       o.messages_file.empty()
           ? request_from_question(o.prompt, o.images, o.system, eo.max_image_bytes)
           : request_from_messages_file(o.messages_file, eo.max_image_bytes);
+  add_video_files(req, o.videos, eo.max_video_bytes);
   req.sampling = o.sampling.resolve(engine->info().default_sampling);
   if (!o.json_schema_file.empty()) {
     req.constraint.kind = OutputConstraint::Kind::kJsonSchema;
@@ -104,8 +115,10 @@ void run(const RunOptions& o) {
     const double tps =
         r.stats.decode_ms > 0 ? 1000.0 * r.stats.completion_tokens / r.stats.decode_ms : 0;
     std::fprintf(
-        stderr, "[%lld prompt tokens (%lld image), %lld generated, TTFT %.0f ms, %.1f tok/s]\n",
+        stderr,
+        "[%lld prompt tokens (%lld image, %lld video), %lld generated, TTFT %.0f ms, %.1f tok/s]\n",
         static_cast<long long>(r.stats.prompt_tokens), static_cast<long long>(r.stats.image_tokens),
+        static_cast<long long>(r.stats.video_tokens),
         static_cast<long long>(r.stats.completion_tokens), r.stats.ttft_ms, tps);
     return;
   }
@@ -123,6 +136,7 @@ void run(const RunOptions& o) {
   j["finish_reason"] = finish_name(r.finish);
   j["usage"] = {{"prompt_tokens", r.stats.prompt_tokens},
                 {"image_tokens", r.stats.image_tokens},
+                {"video_tokens", r.stats.video_tokens},
                 {"cached_tokens", r.stats.cached_tokens},
                 {"completion_tokens", r.stats.completion_tokens}};
   if (thinking) j["usage"]["reasoning_tokens"] = r.stats.reasoning_tokens;
@@ -172,6 +186,17 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--kv-type", opts->kv_type,
                   "KV cache with bf16/q8/q4 weights: f16 (default) or q8 (8-bit, 0.56x the memory)")
       ->check(CLI::IsMember({"f16", "q8"}));
+  cmd->add_option("--video", opts->videos,
+                  "Video file: MP4, WebM, MKV, MOV, animated GIF/WebP (repeatable; after the "
+                  "images, before the question)")
+      ->allow_extra_args(false)
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--video-fps", opts->video_fps, "Video frames sampled per second (default 2)");
+  cmd->add_option("--video-max-frames", opts->video_max_frames,
+                  "Most frames sampled from a video (default 128)");
+  cmd->add_option("--video-max-pixels", opts->video_max_pixels,
+                  "Most pixels of all of a video's frames together (default 8388608 = 4096 "
+                  "tokens)");
   cmd->add_option("--image-min-tokens", opts->image_min_tokens,
                   "Fewest tokens per image (1 token = 32x32 px; default 64)");
   cmd->add_option("--image-max-tokens", opts->image_max_tokens,

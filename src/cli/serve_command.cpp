@@ -226,6 +226,27 @@ void add_serve_command(CLI::App& app) {
                    "Total image tokens of one request")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{4}, int64_t{1} << 24));
+  // Videos (video_url / video parts): the defaults requests may lower (fps: raise up to its cap).
+  serve->add_option("--video-fps", o.engine.video_fps, "Video frames sampled per second (0: 2)");
+  serve->add_option("--video-max-fps", o.engine.video_max_fps,
+                    "Highest fps a request may ask (0: 8)");
+  serve->add_option("--video-max-frames", o.engine.video_max_frames,
+                    "Most frames sampled from one video (0: 128)");
+  serve->add_option("--video-max-pixels", o.engine.video_max_pixels,
+                    "Most pixels of one video's sampled frames together (0: 8388608, 4096 tokens)");
+  serve
+      ->add_option_function<double>(
+          "--max-video-mb",
+          [options = &o](double mb) {
+            options->limits.max_video_bytes = static_cast<size_t>(mb * (1 << 20));
+            options->engine.max_video_bytes = options->limits.max_video_bytes;
+          },
+          "Largest encoded video file (MiB)")
+      ->default_str("64")
+      ->check(CLI::Range(0.001, 4096.0));
+  serve->add_option("--max-videos", o.limits.max_videos, "Videos per request")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
   serve->add_option("--ctx-size", o.engine.max_context, "Context length (0 = the model's)")
       ->capture_default_str();
   serve

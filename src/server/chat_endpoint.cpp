@@ -7,6 +7,7 @@
 #include "server/openai_format.h"
 #include "server/server.h"
 #include "server/tool_calls.h"
+#include "server/video_part.h"
 
 namespace qvl::server {
 
@@ -97,6 +98,7 @@ void Server::handle_chat(const HttpRequest& req, HttpResponse& res) {
       chat.generation.images[remote.image_index].bytes =
           fetch_remote_image(remote.url, options_.remote, remote.param);
     }
+    fetch_remote_videos(chat, options_.remote, options_.limits);
   } catch (const ApiError& error) {
     return send_error(res, error);
   }

@@ -7,6 +7,7 @@
 #include "server/data_uri.h"
 #include "server/json_body.h"
 #include "server/structured_output.h"
+#include "server/video_part.h"
 
 namespace qvl::server {
 namespace {
@@ -216,6 +217,9 @@ class MessageParser {
       return ContentPart{ContentPart::Kind::kText, text->get<std::string>(), -1};
     }
     if (kind == "image_url") return parse_image(part, param);
+    if (kind == "video_url" || kind == "video") {
+      return parse_video_part(part, param, model_, limits_, out_);
+    }
     fail_request(
         param + ".type",
         "unsupported content part type '" + kind.substr(0, 32) + "'; use \"text\" or \"image_url\"",

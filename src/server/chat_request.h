@@ -38,6 +38,10 @@ struct RequestLimits {
   // file:// image URLs, listed in ChatRequest::remote_images for the caller to read (`qvl batch`
   // reads local files; the server never sets this).
   bool allow_file_urls = false;
+  // Videos (server/video_part.h): per request, encoded bytes per file, frames per frame list.
+  size_t max_videos = 2;
+  size_t max_video_bytes = 64u << 20;
+  size_t max_video_list_frames = 256;
 };
 
 struct RemoteImage {
@@ -46,12 +50,21 @@ struct RemoteImage {
   std::string param;    // e.g. "messages[0].content[1].image_url.url", for error messages
 };
 
+// A video file (frame -1) or one frame of a frame list behind an http(s) URL.
+struct RemoteVideo {
+  int video_index = 0;  // into GenerationRequest::videos
+  int frame_index = -1;
+  std::string url;
+  std::string param;
+};
+
 struct ChatRequest {
   GenerationRequest generation;
   std::string model;
   bool stream = false;
   bool include_usage = false;
   std::vector<RemoteImage> remote_images;
+  std::vector<RemoteVideo> remote_videos;
   bool parse_tool_calls = false;  // tools offered (tool_choice not "none"): answers may call them
   // A Thinking model's reasoning: apart, left out or unparsed (reasoning_split.h). kRaw for
   // Instruct models, which have none.

@@ -40,6 +40,8 @@ json usage_json(const GenerationStats& stats) {
                 {"completion_tokens", stats.completion_tokens},
                 {"total_tokens", stats.prompt_tokens + stats.completion_tokens},
                 {"prompt_tokens_details", {{"cached_tokens", stats.cached_tokens}}}};
+  // Video pads among the prompt tokens (as vLLM-style servers report them), when there are any.
+  if (stats.video_tokens > 0) usage["prompt_tokens_details"]["video_tokens"] = stats.video_tokens;
   // As OpenAI reports its reasoning models' (Thinking models only).
   if (stats.reasoning_tokens >= 0) {
     usage["completion_tokens_details"] = {{"reasoning_tokens", stats.reasoning_tokens}};
@@ -50,6 +52,7 @@ json usage_json(const GenerationStats& stats) {
 json timings_json(const GenerationStats& stats) {
   return {{"prompt_tokens", stats.prompt_tokens},
           {"image_tokens", stats.image_tokens},
+          {"video_tokens", stats.video_tokens},
           {"image_ms", stats.image_ms},
           {"prompt_ms", stats.prompt_ms},
           {"prompt_tokens_per_second", per_second(stats.prompt_tokens, stats.prompt_ms)},

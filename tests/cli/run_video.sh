@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `qvl run --video FILE`: an MP4 (made here by the ffmpeg program) and an animated GIF become
+# video tokens in the prompt (counts as transformers' processor gives them), per-run settings
+# change the sampling, and a damaged file is a one-line error with a non-zero exit.
+set -euo pipefail
+QVL=$1 MODEL=$2 OUT=$3
+rm -rf "$OUT" && mkdir -p "$OUT"
+ffmpeg -v error -y -f lavfi -i testsrc=size=128x96:rate=10 -t 2 -c:v libx264 -pix_fmt yuv420p \
+  "$OUT/clip.mp4"
+ffmpeg -v error -y -f lavfi -i testsrc=size=64x64:rate=4 -t 2 "$OUT/clip.gif"
+video_tokens() {
+  node -e 'const l = require("fs").readFileSync(0, "utf8").trim().split("\n");
+           process.stdout.write(String(JSON.parse(l[l.length - 1]).usage.video_tokens));'
+}
+run() { "$QVL" --log-level warn run -m "$MODEL" --temperature 0 --max-tokens 2 --json "$@"; }
+# 20 frames at 10 fps sampled at 2 fps: 4 frames, 2 pairs of 6 x 8 patches = 2 x 12 tokens.
+n=$(run --video "$OUT/clip.mp4" "What happens?" | video_tokens)
+[ "$n" = 24 ] || { echo "mp4: $n video tokens, expected 24"; exit 1; }
+# --video-fps 4: 8 frames, 4 pairs.
+n=$(run --video "$OUT/clip.mp4" --video-fps 4 "What happens?" | video_tokens)
+[ "$n" = 48 ] || { echo "mp4 at 4 fps: $n video tokens, expected 48"; exit 1; }
+# An animated GIF after a picture: 8 frames at 4 fps -> 4 sampled, 64x64 -> 2 pairs of 4 x 4
+# patches = 2 x 4 tokens.
+n=$(run --image "$MODEL/images/a_v_square_97x61.png" --video "$OUT/clip.gif" "Compare" | video_tokens)
+[ "$n" = 8 ] || { echo "gif: $n video tokens, expected 8"; exit 1; }
+# Damaged: the first 100 bytes of the MP4.
+head -c 100 "$OUT/clip.mp4" > "$OUT/broken.mp4"
+if run --video "$OUT/broken.mp4" "What happens?" > "$OUT/broken.out" 2> "$OUT/broken.err"; then
+  echo "a damaged video was accepted"; exit 1
+fi
+grep -q "video 1: " "$OUT/broken.err" || { echo "no clear error:"; cat "$OUT/broken.err"; exit 1; }
+[ "$(wc -l < "$OUT/broken.err")" -le 2 ] || { echo "error is not one line:"; cat "$OUT/broken.err"; exit 1; }
+echo OK
