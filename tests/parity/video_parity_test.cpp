@@ -22,6 +22,7 @@
 #include "model/config.h"
 #include "model/text_decoder.h"
 #include "model/vision_encoder.h"
+#include "model/weight_types.h"
 #include "tokenizer/tokenizer.h"
 
 namespace qvl::testing {
@@ -309,6 +310,62 @@ TEST(VideoParity, EngineFrameListAndFeatureCache) {
 TEST(VideoParity, VisionPromptPositionsLogitsAndGreedyTokens) {
   if (!has_video_cases()) GTEST_SKIP() << golden_dir() << " has no video cases";
   for_each_golden_case(check_video_case);
+}
+
+// Per-token cosine (minimum) and relative L2 error of rows of `width`.
+std::pair<double, double> agreement(const std::vector<float>& exact,
+                                    const std::vector<float>& other, int64_t width) {
+  double min_cos = 1, diff = 0, norm = 0;
+  for (size_t r = 0; r + width <= exact.size(); r += width) {
+    double dot = 0, ee = 0, oo = 0;
+    for (int64_t i = 0; i < width; ++i) {
+      dot += double{exact[r + i]} * other[r + i];
+      ee += double{exact[r + i]} * exact[r + i];
+      oo += double{other[r + i]} * other[r + i];
+      diff += (double{exact[r + i]} - other[r + i]) * (double{exact[r + i]} - other[r + i]);
+    }
+    min_cos = std::min(min_cos, dot / std::sqrt(ee * oo));
+    norm += ee;
+  }
+  return {min_cos, std::sqrt(diff / norm)};
+}
+
+// The fast weight types on video frame pairs (the whole patch kernel packed in bf16, the blocks
+// in bf16 or q8) stay within the image tower's q8 bounds of exact (tests/model/
+// vision_quant_test.cpp: min cosine 0.9995, relative L2 0.02), DeepStack features too.
+TEST(VideoParity, FastTypesFollowExactOnFramePairs) {
+  if (!has_video_cases()) GTEST_SKIP() << golden_dir() << " has no video cases";
+  Model& m = model();
+  const VisionWeights bf16 = load_vision_weights(m.config.vision, m.store, weight_types_for("q8"));
+  const VisionWeights q8 =
+      load_vision_weights(m.config.vision, m.store, weight_types_for("q8", "", "q8"));
+  const int64_t width = m.config.vision.out_hidden_size;
+  for (const GoldenCase& c : load_golden_cases()) {
+    if (!c.has("video.0.resized_u8")) continue;
+    SCOPED_TRACE(c.name);
+    const auto& meta = c.manifest["videos"][0];
+    const VideoPreprocessConfig config = case_config(meta["request"]);
+    const PreprocessedVideo video = video_from_resized_frames(
+        frames_of(c.tensors->get("video.0.resized_u8")), c.i64("video.0.frame_indices"),
+        meta["fps"].get<double>(), config);
+    const ImageFeatures exact =
+        encode_prepared_video(VisionEncoder(m.config.vision, m.vision), video, config);
+    for (const VisionWeights* w : {&bf16, &q8}) {
+      const ImageFeatures fast =
+          encode_prepared_video(VisionEncoder(m.config.vision, *w), video, config);
+      const auto [cos, rel] = agreement(exact.vision.embeds, fast.vision.embeds, width);
+      std::printf("[video quant] %s %s: min cosine %.6f, relative L2 %.2e\n", c.name.c_str(),
+                  w == &bf16 ? "bf16" : "q8", cos, rel);
+      EXPECT_GE(cos, 0.9995);
+      EXPECT_LE(rel, 0.02);
+      for (size_t d = 0; d < exact.vision.deepstack.size(); ++d) {
+        const auto [dcos, drel] =
+            agreement(exact.vision.deepstack[d], fast.vision.deepstack[d], width);
+        EXPECT_GE(dcos, 0.9995) << "deepstack " << d;
+        EXPECT_LE(drel, 0.02) << "deepstack " << d;
+      }
+    }
+  }
 }
 
 }  // namespace
