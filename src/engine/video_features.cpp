@@ -49,8 +49,9 @@ PreprocessedVideo frames_from_list(const VideoInput& in, const VideoPreprocessCo
   return video_from_resized_frames(std::move(resized), indices, rate, config);
 }
 
-// A video file: decoded in process (media::VideoSource, docs/video.md) frame by frame, each
-// resized as it comes so that one full-size frame is held at a time.
+// A video file: decoded by media::VideoSource (in the sandboxed media worker, docs/video.md),
+// each frame resized there as it comes to the processor's size, so only one full-size frame
+// exists at a time and only the resized frames cross back.
 PreprocessedVideo frames_from_file(const VideoInput& in, const VideoPreprocessConfig& config,
                                    const VideoSettings& settings) {
   media::VideoLimits limits;
@@ -64,9 +65,9 @@ PreprocessedVideo frames_from_file(const VideoInput& in, const VideoPreprocessCo
   const ImageSize size =
       video_frame_size(static_cast<int64_t>(indices.size()), info.width, info.height, config);
   std::vector<RgbImage> resized;
-  source.for_each_frame(indices, [&](media::VideoFrame&& frame) {
-    resized.push_back(resize_bicubic(frame.image, size.width, size.height));
-  });
+  for (media::VideoFrame& frame : source.resized_frames_at(indices, size.width, size.height)) {
+    resized.push_back(std::move(frame.image));
+  }
   return video_from_resized_frames(std::move(resized), indices, info.fps, config);
 }
 
