@@ -75,7 +75,6 @@ void check_output_bytes(const FrameRequest& request, const VideoInfo& info,
 VideoDecoderPtr open_video_in_process(std::string bytes, const VideoLimits& limits);
 VideoDecoderPtr open_video_in_worker(std::string bytes, const VideoLimits& limits);
 
-
 // Container families, told apart by their first bytes (the WebP check is exact; everything else
 // goes to FFmpeg's prober).
 bool looks_like_webp(const std::string& bytes);

@@ -23,8 +23,19 @@ extern "C" {
 namespace qvl::media::ffmpeg {
 namespace {
 
+// A decoder copies colour tags from the bitstream unchecked, so an AVColorSpace or AVColorRange
+// field may hold a value outside its enum (loading that as the enum is undefined behaviour):
+// read the raw integer.
+template <typename Enum>
+int raw_tag(const Enum& field) {
+  static_assert(sizeof(Enum) == sizeof(int));
+  int value;
+  std::memcpy(&value, &field, sizeof value);
+  return value;
+}
+
 int colour_matrix(const AVFrame& frame) {
-  switch (frame.colorspace) {
+  switch (raw_tag(frame.colorspace)) {
     case AVCOL_SPC_BT709:
       return SWS_CS_ITU709;
     case AVCOL_SPC_BT470BG:
@@ -51,7 +62,7 @@ bool full_range(const AVFrame& frame) {
     case AV_PIX_FMT_YUVJ411P:
       return true;
     default:
-      return frame.color_range == AVCOL_RANGE_JPEG;
+      return raw_tag(frame.color_range) == AVCOL_RANGE_JPEG;
   }
 }
 

@@ -21,6 +21,20 @@ for image in "$testdata"/qwen3vl-tiny-a/images/a_v_square_97x61.png \
              "$testdata"/qwen3vl-tiny-a/images/a_iii_scene_640x480.jpg; do
   [ -f "$image" ] && cp "$image" "$work/corpus/decode/"
 done
+# Video seeds: one tiny clip per container/codec family, made by the ffmpeg program (a test
+# package from scripts/setup.sh); without it the video target starts from an empty corpus.
+mkdir -p "$work/corpus/video"
+if command -v ffmpeg >/dev/null 2>&1; then
+  source_clip="-f lavfi -i testsrc=s=32x24:r=4:d=1"
+  for seed in "h264.mp4|-c:v libx264 -preset veryfast -bf 2 -g 2 -pix_fmt yuv420p" \
+              "vp9.webm|-c:v libvpx-vp9 -deadline realtime -cpu-used 8" \
+              "vp8.mkv|-c:v libvpx" "av1.mkv|-c:v libaom-av1 -cpu-used 8" \
+              "clip.gif|-c:v gif" "clip.webp|-c:v libwebp_anim -loop 0" \
+              "clip.mov|-c:v mpeg4"; do
+    ffmpeg -hide_banner -loglevel error -nostdin -y $source_clip ${seed#*|} \
+      "$work/corpus/video/${seed%%|*}" || echo "run.sh: could not make the video seed ${seed%%|*}"
+  done
+fi
 
 failed=()
 # Every tests/fuzz/<name>_fuzz.cpp is the target fuzz_<name>.
