@@ -247,6 +247,31 @@ void add_serve_command(CLI::App& app) {
   serve->add_option("--max-videos", o.limits.max_videos, "Videos per request")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
+  // Documents (`file` parts: PDF, TIFF; docs/documents.md).
+  serve
+      ->add_option_function<double>(
+          "--max-document-mb",
+          [options = &o](double mb) {
+            options->limits.documents.render.max_bytes = static_cast<uint64_t>(mb * (1 << 20));
+          },
+          "Largest PDF or TIFF file (MiB)")
+      ->default_str("20")
+      ->check(CLI::Range(0.001, 1024.0));
+  serve
+      ->add_option("--max-document-pages", o.limits.documents.render.max_pages,
+                   "Pages of a document read in one request")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  serve
+      ->add_option("--max-document-seconds", o.limits.documents.render.max_seconds,
+                   "Time to render one document's pages (wall clock and CPU)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  serve
+      ->add_option("--document-page-tokens", o.limits.documents.page_tokens,
+                   "Image token budget of a document page (detail=auto)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{4}, int64_t{16384}));
   serve->add_option("--ctx-size", o.engine.max_context, "Context length (0 = the model's)")
       ->capture_default_str();
   serve

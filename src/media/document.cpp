@@ -34,6 +34,44 @@ const char* document_type_name(DocumentType type) {
   return type == DocumentType::kPdf ? "PDF" : "TIFF";
 }
 
+Document document_from_frames(const std::vector<WorkerFrame>& frames, DocumentType type,
+                              int64_t max_pixels) {
+  Document document;
+  document.type = type;
+  if (frames.empty() || frames[0].tag != document_tags::kInfo) {
+    fail(ErrorCode::kInternal, "document renderer: no page count");
+  }
+  document.page_count = static_cast<int>(read_u32(frames[0].bytes, 0));
+  for (size_t i = 1; i < frames.size(); ++i) {
+    const WorkerFrame& frame = frames[i];
+    const int number = static_cast<int>(read_u32(frame.bytes, 0));
+    if (number < 1 || number > document.page_count) {
+      fail(ErrorCode::kInternal, "document renderer: a page number out of range");
+    }
+    if (document.pages.empty() || document.pages.back().number != number ||
+        (frame.tag == document_tags::kPageImage && !document.pages.back().image.pixels.empty())) {
+      document.pages.push_back(DocumentPage{number, {}, std::nullopt});
+    }
+    DocumentPage& page = document.pages.back();
+    if (frame.tag == document_tags::kPageImage) {
+      const uint32_t width = read_u32(frame.bytes, 4), height = read_u32(frame.bytes, 8);
+      const uint64_t pixels = uint64_t{width} * height;
+      if (width == 0 || height == 0 || pixels > static_cast<uint64_t>(max_pixels) ||
+          frame.bytes.size() != 12 + pixels * 3) {
+        fail(ErrorCode::kInternal, "document renderer: a page image of the wrong size");
+      }
+      page.image.width = static_cast<int>(width);
+      page.image.height = static_cast<int>(height);
+      page.image.pixels.assign(frame.bytes.begin() + 12, frame.bytes.end());
+    } else if (frame.tag == document_tags::kPageText) {
+      page.text = frame.bytes.substr(4);
+    } else {
+      fail(ErrorCode::kInternal, "document renderer: an unknown frame");
+    }
+  }
+  return document;
+}
+
 Document read_document(std::string_view bytes, DocumentType type, const DocumentOptions& options,
                        const DocumentLimits& limits) {
   if (bytes.size() > limits.max_bytes) {
@@ -74,40 +112,7 @@ Document read_document(std::string_view bytes, DocumentType type, const Document
   const std::vector<WorkerFrame> frames =
       run_worker_job(type == DocumentType::kPdf ? kPdfJob : kTiffJob, encode_job_request(request),
                      bytes, worker, std::string("rendering the ") + document_type_name(type));
-  Document document;
-  document.type = type;
-  if (frames.empty() || frames[0].tag != document_tags::kInfo) {
-    fail(ErrorCode::kInternal, "document renderer: no page count");
-  }
-  document.page_count = static_cast<int>(read_u32(frames[0].bytes, 0));
-  for (size_t i = 1; i < frames.size(); ++i) {
-    const WorkerFrame& frame = frames[i];
-    const int number = static_cast<int>(read_u32(frame.bytes, 0));
-    if (number < 1 || number > document.page_count) {
-      fail(ErrorCode::kInternal, "document renderer: a page number out of range");
-    }
-    if (document.pages.empty() || document.pages.back().number != number ||
-        (frame.tag == document_tags::kPageImage && !document.pages.back().image.pixels.empty())) {
-      document.pages.push_back(DocumentPage{number, {}, std::nullopt});
-    }
-    DocumentPage& page = document.pages.back();
-    if (frame.tag == document_tags::kPageImage) {
-      const uint32_t width = read_u32(frame.bytes, 4), height = read_u32(frame.bytes, 8);
-      const uint64_t pixels = uint64_t{width} * height;
-      if (width == 0 || height == 0 || pixels > static_cast<uint64_t>(request.max_pixels) ||
-          frame.bytes.size() != 12 + pixels * 3) {
-        fail(ErrorCode::kInternal, "document renderer: a page image of the wrong size");
-      }
-      page.image.width = static_cast<int>(width);
-      page.image.height = static_cast<int>(height);
-      page.image.pixels.assign(frame.bytes.begin() + 12, frame.bytes.end());
-    } else if (frame.tag == document_tags::kPageText) {
-      page.text = frame.bytes.substr(4);
-    } else {
-      fail(ErrorCode::kInternal, "document renderer: an unknown frame");
-    }
-  }
-  return document;
+  return document_from_frames(frames, type, request.max_pixels);
 }
 
 }  // namespace qvl::media

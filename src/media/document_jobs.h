@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "image/smart_resize.h"
+#include "media/document.h"
 #include "media/media_worker.h"
 #include "media/page_ranges.h"
 
@@ -50,6 +51,11 @@ ImageSize document_page_size(double width, double height, int64_t min_pixels, in
 // qvl::Error(kResourceExhausted) when the share is below one 32x32 block per side.
 // The request with max_pixels (and min_pixels) lowered to that share.
 DocumentJobRequest with_page_budget(const DocumentJobRequest& request, size_t selected);
+
+// The parent's reading of a document job's frames (checked: a compromised worker gets no further
+// than an error). Throws qvl::Error(kInternal) for frames out of order, range or size.
+Document document_from_frames(const std::vector<WorkerFrame>& frames, DocumentType type,
+                              int64_t max_pixels);
 
 void run_pdf_job(std::string_view params, std::string_view input, WorkerOutput& out);
 void run_tiff_job(std::string_view params, std::string_view input, WorkerOutput& out);

@@ -2,6 +2,7 @@
 // answer as one JSON object or as an SSE stream.
 #include "base/log.h"
 #include "server/api_error.h"
+#include "server/file_part.h"
 #include "server/generation_job.h"
 #include "server/logprobs_format.h"
 #include "server/openai_format.h"
@@ -99,6 +100,7 @@ void Server::handle_chat(const HttpRequest& req, HttpResponse& res) {
           fetch_remote_image(remote.url, options_.remote, remote.param);
     }
     fetch_remote_videos(chat, options_.remote, options_.limits);
+    expand_documents(chat, options_.limits);
   } catch (const ApiError& error) {
     return send_error(res, error);
   }

@@ -5,6 +5,7 @@
 
 #include "server/api_error.h"
 #include "server/data_uri.h"
+#include "server/file_part.h"
 #include "server/json_body.h"
 #include "server/structured_output.h"
 #include "server/video_part.h"
@@ -220,6 +221,7 @@ class MessageParser {
     if (kind == "video_url" || kind == "video") {
       return parse_video_part(part, param, model_, limits_, out_);
     }
+    if (kind == "file") return parse_file_part(part, param, limits_, out_);
     fail_request(
         param + ".type",
         "unsupported content part type '" + kind.substr(0, 32) + "'; use \"text\" or \"image_url\"",

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "qvl/engine.h"
+#include "server/document_part.h"
 #include "server/reasoning_split.h"
 
 namespace qvl::server {
@@ -42,6 +43,7 @@ struct RequestLimits {
   size_t max_videos = 2;
   size_t max_video_bytes = 64u << 20;
   size_t max_video_list_frames = 256;
+  DocumentRequestLimits documents;  // `file` parts: PDFs and TIFF scans (server/file_part.h)
 };
 
 struct RemoteImage {
@@ -65,6 +67,7 @@ struct ChatRequest {
   bool include_usage = false;
   std::vector<RemoteImage> remote_images;
   std::vector<RemoteVideo> remote_videos;
+  std::vector<DocumentPart> documents;  // file parts, rendered into pages by expand_documents
   bool parse_tool_calls = false;  // tools offered (tool_choice not "none"): answers may call them
   // A Thinking model's reasoning: apart, left out or unparsed (reasoning_split.h). kRaw for
   // Instruct models, which have none.
