@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "server/api_error.h"
+#include "server/file_part.h"
 #include "server/logprobs_format.h"
 #include "server/openai_format.h"
 #include "server/reasoning_split.h"
@@ -94,6 +95,7 @@ std::optional<BatchLine> BatchItemRunner::run(const BatchItem& item,
       }
       chat.generation.images[image.image_index].bytes = read_file_image(image.url);
     }
+    server::expand_documents(chat, limits_);  // `file` parts (data URIs): PDF and TIFF pages
     const GenerationResult result = engine_.generate(chat.generation, {}, &cancel);
     if (result.finish == FinishReason::kCancelled) return std::nullopt;
     out.prompt_tokens = result.stats.prompt_tokens;

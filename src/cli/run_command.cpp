@@ -9,6 +9,7 @@
 #include "base/thread_pool.h"
 #include "cli/answer_printer.h"
 #include "cli/conversation.h"
+#include "cli/document_files.h"
 #include "cli/sampling_flags.h"
 #include "cli/video_files.h"
 #include "hub/model_pull.h"
@@ -27,6 +28,8 @@ struct RunOptions {
   std::string messages_file;
   std::vector<std::string> images;
   std::vector<std::string> videos;
+  std::vector<std::string> files;  // documents: PDF, multi-page TIFF (cli/document_files.h)
+  DocumentFileOptions documents;
   double video_fps = 0;  // 0: the engine's defaults (docs/video.md)
   int64_t video_max_frames = 0;
   int64_t video_max_pixels = 0;
@@ -62,9 +65,10 @@ void run(const RunOptions& o) {
   if (o.messages_file.empty() && o.prompt.empty()) {
     fail(ErrorCode::kInvalidArgument, "give a prompt, or --messages FILE");
   }
-  if (!o.messages_file.empty() && (!o.prompt.empty() || !o.images.empty() || !o.videos.empty())) {
+  if (!o.messages_file.empty() &&
+      (!o.prompt.empty() || !o.images.empty() || !o.videos.empty() || !o.files.empty())) {
     fail(ErrorCode::kInvalidArgument,
-         "--messages cannot be combined with a prompt, --image or --video");
+         "--messages cannot be combined with a prompt, --image, --video or --file");
   }
   if (!o.json_schema_file.empty() && o.json_object) {
     fail(ErrorCode::kInvalidArgument, "give --json-schema or --json-object, not both");
@@ -92,6 +96,7 @@ void run(const RunOptions& o) {
           ? request_from_question(o.prompt, o.images, o.system, eo.max_image_bytes)
           : request_from_messages_file(o.messages_file, eo.max_image_bytes);
   add_video_files(req, o.videos, eo.max_video_bytes);
+  add_document_files(req, o.files, o.documents);
   req.sampling = o.sampling.resolve(engine->info().default_sampling);
   if (!o.json_schema_file.empty()) {
     req.constraint.kind = OutputConstraint::Kind::kJsonSchema;
@@ -191,6 +196,22 @@ void add_run_command(CLI::App& app) {
                   "images, before the question)")
       ->allow_extra_args(false)
       ->check(CLI::ExistingFile);
+  cmd->add_option("--file", opts->files,
+                  "Document: PDF or multi-page TIFF (repeatable; each page an image with a page "
+                  "marker, before the question)")
+      ->allow_extra_args(false)
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--pages", opts->documents.pages,
+                  "Pages of each --file, e.g. 1-3,5 (default: all)");
+  cmd->add_option("--page-tokens", opts->documents.page_tokens,
+                  "Image token budget of a document page (1 token = 32x32 px)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{4}, int64_t{16384}));
+  cmd->add_flag("--file-text", opts->documents.text,
+                "Add each PDF page's text layer after its image");
+  cmd->add_flag("--file-text-only", opts->documents.text_only,
+                "Send each PDF page's text layer instead of its image (born-digital PDFs)");
+  cmd->add_option("--file-password", opts->documents.password, "Password of an encrypted PDF");
   cmd->add_option("--video-fps", opts->video_fps, "Video frames sampled per second (default 2)");
   cmd->add_option("--video-max-frames", opts->video_max_frames,
                   "Most frames sampled from a video (default 128)");

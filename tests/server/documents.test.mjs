@@ -10,38 +10,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { startServer } from './helpers.mjs';
+import { twoPagePdf } from './make_pdf.mjs';
 
-// A PDF written by hand: `pages` is a list of {width, height, content}; Helvetica is object 3.
-function makePdf(pages) {
-  const objects = ['', '', '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>'];
-  const kids = [];
-  for (const page of pages) {
-    objects.push(`<< /Length ${Buffer.byteLength(page.content, 'latin1')} >>\nstream\n${page.content}\nendstream`);
-    const content = objects.length;
-    objects.push(`<< /Type /Page /Parent 2 0 R /MediaBox [0 0 ${page.width ?? 612} ${page.height ?? 792}] ` +
-                 `/Resources << /Font << /F1 3 0 R >> >> /Contents ${content} 0 R >>`);
-    kids.push(`${objects.length} 0 R`);
-  }
-  objects[0] = '<< /Type /Catalog /Pages 2 0 R >>';
-  objects[1] = `<< /Type /Pages /Kids [${kids.join(' ')}] /Count ${pages.length} >>`;
-  let out = '%PDF-1.7\n';
-  const offsets = [];
-  objects.forEach((body, i) => {
-    offsets.push(Buffer.byteLength(out, 'latin1'));
-    out += `${i + 1} 0 obj\n${body}\nendobj\n`;
-  });
-  const xref = Buffer.byteLength(out, 'latin1');
-  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n`;
-  for (const offset of offsets) out += `${String(offset).padStart(10, '0')} 00000 n \n`;
-  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
-  return Buffer.from(out, 'latin1');
-}
-
-const text = (x, y, size, s) => `BT /F1 ${size} Tf ${x} ${y} Td (${s}) Tj ET\n`;
-const twoPages = makePdf([
-  { content: text(72, 700, 24, 'Invoice 2026-0042') + text(72, 660, 12, 'Total: 24.40') },
-  { width: 300, height: 200, content: text(20, 100, 14, 'Parcel label 7') },
-]);
+const twoPages = twoPagePdf();
 // Content behind four chained RunLengthDecode filters: 4 KiB that would expand to 68 GB.
 const bomb = Buffer.concat([
   Buffer.from('%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n' +
