@@ -25,15 +25,17 @@ class VideoDecode : public ::testing::Test {
 };
 
 // Every index of `indices` decodes to the frame carrying that number.
-void expect_frames(VideoSource& video, const std::vector<int64_t>& indices) {
-  const std::vector<VideoFrame> frames = video.frames_at(indices);
-  ASSERT_EQ(frames.size(), indices.size());
+std::vector<VideoFrame> expect_frames(VideoSource& video, const std::vector<int64_t>& indices) {
+  std::vector<VideoFrame> frames = video.frames_at(indices);
+  EXPECT_EQ(frames.size(), indices.size());
+  if (frames.size() != indices.size()) frames.resize(indices.size());
   for (size_t i = 0; i < indices.size(); ++i) {
     EXPECT_EQ(frames[i].index, indices[i]);
     EXPECT_EQ(frames[i].image.width, video.info().width);
     EXPECT_EQ(frames[i].image.height, video.info().height);
     EXPECT_EQ(read_frame_code(frames[i].image), indices[i] & 255) << "asked for " << indices[i];
   }
+  return frames;
 }
 
 struct FormatCase {
@@ -60,18 +62,18 @@ TEST_P(VideoFormats, InfoAndEveryFrameByIndex) {
   EXPECT_EQ(info.rotation_degrees, 0);
   std::vector<int64_t> all;
   for (int64_t k = 0; k < spec.frames; ++k) all.push_back(k);
-  expect_frames(video, all);
+  const auto frames = expect_frames(video, all);
   // The media worker (the default) and in-process decoding give the same bits.
   VideoLimits in_process;
   in_process.isolation = VideoIsolation::kInProcess;
   VideoSource direct = VideoSource::open(make_clip(spec), in_process);
   EXPECT_EQ(direct.info().frame_count, info.frame_count);
   EXPECT_EQ(direct.info().fps, info.fps);
-  const auto sampled = video.frames_at({0, spec.frames / 2, spec.frames - 1});
-  const auto sampled_direct = direct.frames_at({0, spec.frames / 2, spec.frames - 1});
+  const std::vector<int64_t> sampled = {0, spec.frames / 2, spec.frames - 1};
+  const auto sampled_direct = direct.frames_at(sampled);
   for (size_t i = 0; i < sampled.size(); ++i) {
-    EXPECT_EQ(sampled[i].image.pixels, sampled_direct[i].image.pixels);
-    EXPECT_EQ(sampled[i].time_s, sampled_direct[i].time_s);
+    EXPECT_EQ(frames[size_t(sampled[i])].image.pixels, sampled_direct[i].image.pixels);
+    EXPECT_EQ(frames[size_t(sampled[i])].time_s, sampled_direct[i].time_s);
   }
 }
 
