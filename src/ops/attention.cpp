@@ -459,8 +459,13 @@ void release_attention_scratch(size_t keep_bytes) {
 
 void attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
                const AttentionShape& s, int64_t causal_offset, float* out) {
+  const IsaLevel isa = attention_isa();
+  if (isa != IsaLevel::kScalar && s.head_dim > 0 && s.head_dim % attention_kernels::kKeyTile != 0) {
+    attention_kernels::attention_padded_heads(q, nq, k, v, nk, s, causal_offset, out);
+    return;
+  }
   const profile::StageScope stage(profile::Work::kAttention);
-  attention_on(attention_isa(), q, nq, one_page(&k, &v, nk), nk, s, causal_offset, out);
+  attention_on(isa, q, nq, one_page(&k, &v, nk), nk, s, causal_offset, out);
 }
 
 void attention(const float* q, int64_t nq, const uint16_t* k, const uint16_t* v, int64_t nk,

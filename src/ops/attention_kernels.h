@@ -98,4 +98,10 @@ struct AttentionKernels {
 // runs). Per architecture: src/ops/<arch>/kernel_registry.cpp.
 const AttentionKernels* attention_kernels_for(IsaLevel isa);
 
+// fp32 attention for heads that are not whole 16-float vectors: run on the kernels with rows
+// zero-padded to padded_head_dim (attention_padded_heads.cpp). Same contract as ops::attention.
+int64_t padded_head_dim(int64_t head_dim);
+void attention_padded_heads(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,
+                            const AttentionShape& s, int64_t causal_offset, float* out);
+
 }  // namespace qvl::ops::attention_kernels

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -85,6 +86,58 @@ TEST(Attention, MatchesReferenceAtEveryIsaLevel) {
             }
           }
         }
+      }
+    }
+  }
+}
+
+TEST(Attention, HeadsNotAWholeVectorWideMatchTheReferenceAtEveryIsaLevel) {
+  // 72: Qwen3-VL-8B/32B's vision heads (1152 / 16); the others cover more and fewer pad columns.
+  uint32_t seed = 500;
+  for (IsaLevel isa : available_isas()) {
+    for (int64_t head_dim : {8, 24, 40, 72}) {
+      for (const Case& c :
+           {Case{1, 1, head_dim, 2, 2, -1, 1.0f}, Case{17, 17, head_dim, 4, 2, 0, 6.0f},
+            Case{200, 200, head_dim, 2, 2, -1, 1.0f}, Case{3, 150, head_dim, 4, 2, 147, 1.0f}}) {
+        EXPECT_LE(max_error(c, isa, seed++), 2e-5f)
+            << isa_level_name(isa) << " d=" << head_dim << " nq=" << c.nq << " nk=" << c.nk;
+      }
+      const float bf16_bound = isa == IsaLevel::kAvx512 ? 2e-2f : 2e-5f;
+      EXPECT_LE(
+          max_error(Case{197, 197, head_dim, 16, 16, -1, 1.0f}, isa, seed++, KVStorage::kF32, true),
+          bf16_bound)
+          << isa_level_name(isa) << " d=" << head_dim << " bf16 products";
+    }
+  }
+}
+
+TEST(Attention, HeadsNotAWholeVectorWideRunOnTheKernelsWithZeroPaddedRows) {
+  // Bit for bit the kernels' answer on rows padded with zero columns to 80 (not the scalar
+  // reference's, which sums in another order).
+  const int64_t nq = 70, nk = 70, heads = 4, d = 72, padded = 80;
+  const auto q = random_vector(static_cast<size_t>(nq * heads * d), 3, 1.0f);
+  const auto k = random_vector(static_cast<size_t>(nk * heads * d), 4, 1.0f);
+  const auto v = random_vector(static_cast<size_t>(nk * heads * d), 5, 1.0f);
+  const auto widen = [&](const std::vector<float>& x, int64_t rows) {
+    std::vector<float> out(static_cast<size_t>(rows * padded), 0.0f);
+    for (int64_t r = 0; r < rows; ++r) std::copy_n(x.data() + r * d, d, out.data() + r * padded);
+    return out;
+  };
+  const auto qw = widen(q, nq * heads), kw = widen(k, nk * heads), vw = widen(v, nk * heads);
+  const AttentionShape narrow{heads, heads, d, 1.0f / std::sqrt(72.0f)};
+  AttentionShape wide = narrow;
+  wide.head_dim = padded;
+  for (IsaLevel isa : available_isas()) {
+    if (isa == IsaLevel::kScalar) continue;
+    IsaScope scope(isa);
+    std::vector<float> got(q.size()), want_wide(qw.size());
+    attention(q.data(), nq, k.data(), v.data(), nk, narrow, -1, got.data());
+    attention(qw.data(), nq, kw.data(), vw.data(), nk, wide, -1, want_wide.data());
+    for (int64_t r = 0; r < nq * heads; ++r) {
+      for (int64_t c = 0; c < d; ++c) {
+        ASSERT_EQ(got[static_cast<size_t>(r * d + c)],
+                  want_wide[static_cast<size_t>(r * padded + c)])
+            << isa_level_name(isa) << " row " << r << " column " << c;
       }
     }
   }
