@@ -57,7 +57,7 @@ void bench(BenchOptions o) {
   if (o.model.empty()) fail(ErrorCode::kInvalidArgument, "--model is required (or --probe-only)");
 
   EngineOptions eo;
-  eo.model_dir = hub::resolve_model(o.model, {});
+  eo.model_dir = hub::resolve_model(o.model, {}, &eo.mmproj);
   eo.threads = o.threads.front();
   eo.quant = o.quant;
   eo.lm_head = o.lm_head;

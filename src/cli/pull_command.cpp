@@ -14,16 +14,27 @@ struct PullFlags {
   std::string model;
   std::string endpoint;
   std::string cache_dir;
+  std::string quant;
+  std::string mmproj_quant;
   bool quiet = false;
 };
 
 void run_pull(const PullFlags& flags) {
-  const auto id = hub::parse_hub_model_id(flags.model);
+  auto id = hub::parse_hub_model_id(flags.model);
   if (!id) {
-    fail(ErrorCode::kInvalidArgument,
-         "'" + flags.model + "' is not a hub id; expected Org/Name or Org/Name@revision");
+    fail(ErrorCode::kInvalidArgument, "'" + flags.model +
+                                          "' is not a hub id; expected Org/Name, "
+                                          "Org/Name@revision or Org/Name:QUANT (GGUF)");
+  }
+  if (!flags.quant.empty()) {
+    if (!id->quant.empty() && id->quant != flags.quant) {
+      fail(ErrorCode::kInvalidArgument, "'" + flags.model + "' names " + id->quant +
+                                            " and --quant " + flags.quant + ": give one");
+    }
+    id->quant = flags.quant;
   }
   hub::ResolveOptions options;
+  options.mmproj_quant = flags.mmproj_quant;
   options.endpoint = flags.endpoint;
   options.cache_dir = flags.cache_dir;
   options.show_progress = !flags.quiet;
@@ -39,7 +50,11 @@ void run_pull(const PullFlags& flags) {
                 << ")\n";
     }
   }
-  std::cout << result.snapshot_dir << "\n";  // the folder to pass to -m, for scripts
+  if (!result.mmproj_path.empty() && !flags.quiet) {
+    std::cerr << "GGUF pair: -m " << result.model_path << " --mmproj " << result.mmproj_path
+              << " (or -m " << flags.model << ")\n";
+  }
+  std::cout << result.model_path << "\n";  // what to pass to -m, for scripts
 }
 
 }  // namespace
@@ -49,8 +64,15 @@ void add_pull_command(CLI::App& app) {
   CLI::App* pull = app.add_subcommand(
       "pull",
       "Download a model from the Hugging Face hub into its cache (only the files qvl "
-      "needs). Uses HF_ENDPOINT, HF_TOKEN / the token file, HF_HUB_CACHE / HF_HOME.");
-  pull->add_option("model", flags->model, "Hub id Org/Name[@revision]")->required();
+      "needs; of a GGUF repository one language model and one vision projector). Uses "
+      "HF_ENDPOINT, HF_TOKEN / the token file, HF_HUB_CACHE / HF_HOME.");
+  pull->add_option("model", flags->model, "Hub id Org/Name[:QUANT][@revision]")->required();
+  pull->add_option("--quant", flags->quant,
+                   "GGUF repositories: the language model's quantization, e.g. Q4_K_M, Q8_0, "
+                   "F16 (default: the only one, else Q8_0, Q4_K_M, F16, BF16)");
+  pull->add_option("--mmproj-quant", flags->mmproj_quant,
+                   "GGUF repositories: the vision projector's quantization (default: the only "
+                   "one, else F16, BF16, Q8_0, F32)");
   pull->add_option("--endpoint", flags->endpoint,
                    "Hub URL (default $HF_ENDPOINT or the public hub)");
   pull->add_option("--cache-dir", flags->cache_dir, "Cache folder (default the HF hub cache)");

@@ -77,8 +77,8 @@ void run(const RunOptions& o) {
   EngineOptions eo;
   hub::ResolveOptions resolve;
   resolve.offline = o.offline;
-  eo.model_dir = hub::resolve_model(o.model, resolve);
   eo.mmproj = o.mmproj;
+  eo.model_dir = hub::resolve_model(o.model, resolve, eo.mmproj.empty() ? &eo.mmproj : nullptr);
   eo.threads = o.threads;
   eo.quant = o.quant;
   eo.lm_head = o.lm_head;

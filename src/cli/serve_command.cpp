@@ -86,7 +86,8 @@ int run_serve(ServeFlags& flags) {
   resolve.offline = flags.offline;
   auto loader = [resolve](const EngineOptions& engine_options) {
     EngineOptions resolved = engine_options;
-    resolved.model_dir = hub::resolve_model(engine_options.model_dir, resolve);
+    resolved.model_dir = hub::resolve_model(engine_options.model_dir, resolve,
+                                            resolved.mmproj.empty() ? &resolved.mmproj : nullptr);
     return Engine::load(resolved);
   };
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -11,6 +12,7 @@
 #include "base/log.h"
 #include "hub/blob_download.h"
 #include "hub/download_progress.h"
+#include "hub/gguf_choice.h"
 #include "hub/hub_cache.h"
 #include "hub/hub_client.h"
 #include "hub/hub_env.h"
@@ -54,9 +56,19 @@ class Puller {
     info_ = client_.repo_info(id_);
     result_.commit = info_.commit;
     result_.snapshot_dir = cache_.snapshot_dir(id_.repo, info_.commit);
+    result_.model_path = result_.snapshot_dir;
     if (!info_.find("config.json")) {
-      fail(ErrorCode::kUnsupported,
-           id_.repo + "@" + id_.revision + " has no config.json: not a model qvl can load");
+      std::vector<std::string> names;
+      for (const RepoFile& f : info_.files) names.push_back(f.name);
+      if (std::any_of(names.begin(), names.end(), is_gguf_name)) return run_gguf(names);
+      fail(ErrorCode::kUnsupported, id_.repo + "@" + id_.revision +
+                                        " has no config.json and no GGUF file: not a model qvl "
+                                        "can load");
+    }
+    if (!id_.quant.empty()) {
+      fail(ErrorCode::kInvalidArgument,
+           id_.repo + " is a safetensors repository; a :" + id_.quant +
+               " quantization picks a file of a GGUF repository (use --quant with qvl run)");
     }
     std::vector<std::string> wanted;
     for (const std::string& name : model_metadata_files()) {
@@ -102,6 +114,19 @@ class Puller {
       }
     }
     return files;
+  }
+
+  // Only the chosen pair is fetched: a GGUF repository holds every quantization.
+  PullResult run_gguf(const std::vector<std::string>& names) {
+    const GgufChoice choice =
+        choose_gguf_pair(names, id_.quant, options_.mmproj_quant, id_.repo + "@" + id_.revision);
+    const std::vector<RepoFile> files = metadata_for({choice.text, choice.mmproj});
+    fetch_and_link(files, true);
+    cache_.write_ref(id_.repo, id_.revision, info_.commit);
+    result_.files_total = static_cast<int>(files.size());
+    result_.model_path = cache_.snapshot_file(id_.repo, info_.commit, choice.text);
+    result_.mmproj_path = cache_.snapshot_file(id_.repo, info_.commit, choice.mmproj);
+    return result_;
   }
 
   bool is_cached(const RepoFile& file) const {
@@ -207,7 +232,31 @@ PullResult pull_model(const HubModelId& id, const ResolveOptions& raw_options) {
   return Puller(id, options).run();
 }
 
-std::string resolve_model(const std::string& spec, const ResolveOptions& raw_options) {
+namespace {
+
+// The pair a cached GGUF snapshot (no config.json) holds for `id`, when it holds one.
+std::optional<GgufChoice> cached_gguf_pair(const std::string& snapshot, const HubModelId& id,
+                                           const ResolveOptions& options) {
+  std::error_code ec;
+  if (fs::exists(fs::path(snapshot) / "config.json", ec)) return std::nullopt;
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(snapshot, ec)) {
+    if (is_gguf_name(entry.path().filename().string()) && fs::is_regular_file(entry.path(), ec)) {
+      names.push_back(entry.path().filename().string());
+    }
+  }
+  if (names.empty()) return std::nullopt;
+  try {
+    return choose_gguf_pair(names, id.quant, options.mmproj_quant, snapshot);
+  } catch (const Error&) {
+    return std::nullopt;  // not this quantization (or not unambiguously): ask the hub
+  }
+}
+
+}  // namespace
+
+std::string resolve_model(const std::string& spec, const ResolveOptions& raw_options,
+                          std::string* mmproj) {
   std::error_code ec;
   if (!spec.empty() && fs::exists(spec, ec)) return spec;
   const auto id = parse_hub_model_id(spec);
@@ -221,6 +270,11 @@ std::string resolve_model(const std::string& spec, const ResolveOptions& raw_opt
   std::vector<std::string> missing;
   if (const auto commit = cache.local_commit(id->repo, id->revision)) {
     const std::string snapshot = cache.snapshot_dir(id->repo, *commit);
+    if (const auto pair = cached_gguf_pair(snapshot, *id, options)) {
+      QVL_LOG(kDebug) << "using cached " << spec << ": " << pair->text << " + " << pair->mmproj;
+      if (mmproj) *mmproj = snapshot + "/" + pair->mmproj;
+      return snapshot + "/" + pair->text;
+    }
     missing = missing_model_files(snapshot);
     if (missing.empty()) {
       QVL_LOG(kDebug) << "using cached " << spec << " at " << snapshot;
@@ -237,7 +291,9 @@ std::string resolve_model(const std::string& spec, const ResolveOptions& raw_opt
                                    " is incomplete (missing " + join(missing) +
                                    "). Run `qvl pull " + spec + "` while online to complete it.");
   }
-  return pull_model(*id, options).snapshot_dir;
+  const PullResult pulled = pull_model(*id, options);
+  if (mmproj && !pulled.mmproj_path.empty()) *mmproj = pulled.mmproj_path;
+  return pulled.model_path;
 }
 
 }  // namespace qvl::hub

@@ -20,6 +20,9 @@ struct ResolveOptions {
   int max_attempts = 3;       // per file; a dropped connection is resumed with a Range request
   std::ostream* progress_out = nullptr;  // default std::cerr
   bool progress_bar = false;             // redrawn bar; ignored unless progress_out is a terminal
+  // A GGUF repository's vision projector quantization ("" = the default, hub/gguf_choice.h);
+  // the language model's comes with the id (Org/Name:QUANT).
+  std::string mmproj_quant;
 };
 
 // Fills the empty fields of `options` from the environment (endpoint, cache, token, offline);
@@ -28,6 +31,10 @@ ResolveOptions with_environment_defaults(ResolveOptions options);
 
 struct PullResult {
   std::string snapshot_dir;  // <cache>/models--Org--Name/snapshots/<commit>
+  // What to load: the snapshot folder, or for a GGUF repository the chosen language model file
+  // and its vision projector (mmproj_path) in it.
+  std::string model_path;
+  std::string mmproj_path;
   std::string commit;
   int files_total = 0;    // files qvl needs from the repository
   int files_fetched = 0;  // of which downloaded now (the rest were in the cache)
@@ -39,8 +46,11 @@ struct PullResult {
 PullResult pull_model(const HubModelId& id, const ResolveOptions& options);
 
 // Resolves -m: an existing local folder or file is returned as is; a hub id Org/Name[@rev]
-// becomes its snapshot folder in the HF cache. A complete cached snapshot is used without any
-// network request (`qvl pull` updates it); otherwise the model is pulled unless offline.
-std::string resolve_model(const std::string& spec, const ResolveOptions& options);
+// becomes its snapshot folder in the HF cache, or for a GGUF repository (Org/Name[:QUANT]) the
+// chosen language model file there, with its vision projector's path put in *mmproj (when
+// given). A complete cached snapshot is used without any network request (`qvl pull` updates
+// it); otherwise the model is pulled unless offline.
+std::string resolve_model(const std::string& spec, const ResolveOptions& options,
+                          std::string* mmproj = nullptr);
 
 }  // namespace qvl::hub

@@ -29,6 +29,17 @@ bool is_valid_revision(const std::string& revision) {
   return is_safe_repo_path(revision);  // refs/<revision> is a file path in the cache
 }
 
+// A quantization tag as GGUF file names carry it: Q4_K_M, F16, UD-Q4_K_XL, ...
+bool is_valid_quant_tag(const std::string& tag) {
+  if (tag.empty() || tag.size() > 64) return false;
+  for (char c : tag) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<HubModelId> parse_hub_model_id(const std::string& spec) {
@@ -36,6 +47,15 @@ std::optional<HubModelId> parse_hub_model_id(const std::string& spec) {
   const size_t at = spec.find('@');
   id.repo = spec.substr(0, at);
   id.revision = at == std::string::npos ? kDefaultRevision : spec.substr(at + 1);
+  // The quantization tag may follow the name or the revision (git refs never hold ':').
+  for (std::string* part : {&id.repo, &id.revision}) {
+    const size_t colon = part->find(':');
+    if (colon == std::string::npos) continue;
+    if (!id.quant.empty()) return std::nullopt;
+    id.quant = part->substr(colon + 1);
+    part->erase(colon);
+    if (!is_valid_quant_tag(id.quant)) return std::nullopt;
+  }
   const size_t slash = id.repo.find('/');
   if (slash == std::string::npos || id.repo.find('/', slash + 1) != std::string::npos) {
     return std::nullopt;

@@ -11,10 +11,14 @@ inline constexpr const char* kDefaultRevision = "main";
 struct HubModelId {
   std::string repo;      // "Org/Name"
   std::string revision;  // branch, tag or 40-hex commit; "main" when not given
+  // A GGUF repository's quantization to use ("Q4_K_M"), as llama.cpp's -hf takes it after a
+  // colon; empty = the default choice (hub/gguf_choice.h).
+  std::string quant{};
 };
 
-// Parses "Org/Name[@revision]"; returns nullopt when `spec` is not shaped like a hub id (so the
-// caller can report it as a missing local path instead).
+// Parses "Org/Name[:QUANT][@revision]" (or "Org/Name@revision:QUANT"); returns nullopt when
+// `spec` is not shaped like a hub id (so the caller can report it as a missing local path
+// instead).
 std::optional<HubModelId> parse_hub_model_id(const std::string& spec);
 
 // A full 40-character lowercase hex git commit sha.

@@ -55,6 +55,26 @@ TEST(HubModelId, ParsesRepoAndRevision) {
   }
 }
 
+TEST(HubModelId, ParsesAGgufQuantizationTag) {
+  auto id = parse_hub_model_id("Qwen/Qwen3-VL-2B-Instruct-GGUF:Q4_K_M");
+  ASSERT_TRUE(id);
+  EXPECT_EQ(id->repo, "Qwen/Qwen3-VL-2B-Instruct-GGUF");
+  EXPECT_EQ(id->revision, "main");
+  EXPECT_EQ(id->quant, "Q4_K_M");
+  for (const char* spec : {"Org/Name:UD-Q4_K_XL@v1", "Org/Name@v1:UD-Q4_K_XL"}) {
+    id = parse_hub_model_id(spec);
+    ASSERT_TRUE(id) << spec;
+    EXPECT_EQ(id->repo, "Org/Name") << spec;
+    EXPECT_EQ(id->revision, "v1") << spec;
+    EXPECT_EQ(id->quant, "UD-Q4_K_XL") << spec;
+  }
+  EXPECT_EQ(parse_hub_model_id("Org/Name")->quant, "");
+  for (const char* bad : {"Org/Name:", "Org/Name:Q4@v1:Q8", "Org/Name:Q 4", "Org/Name:a/b",
+                          "Org:x/Name", "Org/Name::Q4"}) {
+    EXPECT_FALSE(parse_hub_model_id(bad)) << bad;
+  }
+}
+
 TEST(HubModelId, CommitHashesAndSafePaths) {
   EXPECT_TRUE(is_commit_hash("0123456789abcdef0123456789abcdef01234567"));
   EXPECT_FALSE(is_commit_hash("0123456789ABCDEF0123456789abcdef01234567"));
