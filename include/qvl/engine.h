@@ -263,6 +263,13 @@ struct ModelInfo {
   bool thinking = false;
   int64_t context_length = 0;
   int64_t vocab_size = 0;
+  int64_t parameters = 0;  // the checkpoint's, from config.json
+  std::string size;        // as the family names it: "2B", "8B", ...
+  // As stored (see LoadedModel): "safetensors", "gguf" or "qvl" (pre-packed), and the matrices'
+  // type in that format's naming ("BF16", "Q4_K_M", "q4"); `weights` below is what runs.
+  std::string file_format;
+  std::string file_type;
+  std::string vision_file_type;
   int64_t image_min_tokens = 0;
   int64_t image_max_tokens = 0;
   // Video settings in force (EngineOptions' after defaults).

@@ -26,6 +26,7 @@
 #include "engine/turn_lock.h"
 #include "engine/video_features.h"
 #include "engine/visual_prompt.h"
+#include "model/model_size.h"
 #include "model/rope_index.h"
 #include "ops/attention.h"
 #include "ops/int8_gemm.h"
@@ -139,6 +140,11 @@ class EngineImpl : public Engine {
     info_.context_length =
         options.max_context > 0 ? std::min(options.max_context, model_ctx) : model_ctx;
     info_.vocab_size = model_->config.text.vocab_size;
+    info_.parameters = model_parameters(model_->config).total();
+    info_.size = model_size_label(info_.parameters);
+    info_.file_format = model_->file_format;
+    info_.file_type = model_->file_type;
+    info_.vision_file_type = model_->vision_file_type;
     if (!model_->text_weights.layers.empty()) {
       info_.weights = ops::quant_values_name(model_->text_weights.layers[0].q_proj.type());
     }

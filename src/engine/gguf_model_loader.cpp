@@ -77,6 +77,36 @@ GgufPairPaths gguf_pair_for(const std::string& text, const std::string& mmproj) 
   return {text, projectors[0]};
 }
 
+std::shared_ptr<GgufPair> open_gguf_pair(const GgufPairPaths& paths) {
+  auto pair = std::make_shared<GgufPair>(
+      GgufPair{GgufFile::open(paths.text), GgufFile::open(paths.mmproj)});
+  if (is_projector(pair->text) || !is_projector(pair->vision)) {
+    fail(ErrorCode::kInvalidArgument, "'" + paths.text + "' must be the GGUF language model and '" +
+                                          paths.mmproj + "' its vision projector (mmproj)");
+  }
+  return pair;
+}
+
+GgufModelFiles gguf_model_files(const GgufPair& pair) {
+  GgufModelFiles f;
+  f.config = gguf_model_config(pair.text, pair.vision);
+  f.generation = gguf_generation_config(pair.text);
+  f.preprocess.patch_size = static_cast<int>(f.config.vision.patch_size);
+  f.preprocess.temporal_patch_size = static_cast<int>(f.config.vision.temporal_patch_size);
+  f.preprocess.merge_size = static_cast<int>(f.config.vision.spatial_merge_size);
+  const GgufImageNormalization norm = gguf_image_normalization(pair.vision);
+  f.preprocess.mean = norm.mean;
+  f.preprocess.std = norm.std;
+  try {
+    f.tokenizer_json = gguf_tokenizer_json(pair.text);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kCorrupt && e.code() != ErrorCode::kUnsupported) throw;
+    throw Error(e.code(), pair.text.path() + ": " + e.what());
+  }
+  f.chat_template = pair.text.string_or_none("tokenizer.chat_template").value_or("");
+  return f;
+}
+
 std::unique_ptr<LoadedModel> load_gguf_model(const GgufPairPaths& paths,
                                              const std::string& quant_in,
                                              const std::string& lm_head,
@@ -84,24 +114,12 @@ std::unique_ptr<LoadedModel> load_gguf_model(const GgufPairPaths& paths,
   const std::string quant = quant_in.empty() ? "q8" : quant_in;
   const WeightTypes types = weight_types_for(quant, lm_head, vision_quant);  // fail before loading
   const Timer timer;
-  auto pair = std::make_shared<GgufPair>(
-      GgufPair{GgufFile::open(paths.text), GgufFile::open(paths.mmproj)});
-  if (is_projector(pair->text) || !is_projector(pair->vision)) {
-    fail(ErrorCode::kInvalidArgument, "'" + paths.text + "' must be the GGUF language model and '" +
-                                          paths.mmproj + "' its vision projector (mmproj)");
-  }
+  const std::shared_ptr<GgufPair> pair = open_gguf_pair(paths);
   const double parse_ms = timer.millis();
-  const ModelConfig config = gguf_model_config(pair->text, pair->vision);
-  PreprocessConfig preprocess;
-  preprocess.patch_size = static_cast<int>(config.vision.patch_size);
-  preprocess.temporal_patch_size = static_cast<int>(config.vision.temporal_patch_size);
-  preprocess.merge_size = static_cast<int>(config.vision.spatial_merge_size);
-  const GgufImageNormalization norm = gguf_image_normalization(pair->vision);
-  preprocess.mean = norm.mean;
-  preprocess.std = norm.std;
+  GgufModelFiles files = gguf_model_files(*pair);
   Tokenizer tokenizer = [&] {
     try {
-      return Tokenizer::from_json_text(gguf_tokenizer_json(pair->text));
+      return Tokenizer::from_json_text(files.tokenizer_json);
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kCorrupt && e.code() != ErrorCode::kUnsupported) throw;
       throw Error(e.code(), paths.text + ": " + e.what());
@@ -110,11 +128,11 @@ std::unique_ptr<LoadedModel> load_gguf_model(const GgufPairPaths& paths,
   const double tokenizer_ms = timer.millis();
   GgufLoadStats stats;
   const GgufPacking packing{stored_type(types.text), stored_type(types.vision)};
-  WeightStore store = gguf_weight_store(pair, config, &stats, packing);
+  WeightStore store = gguf_weight_store(pair, files.config, &stats, packing);
   auto m = std::make_unique<LoadedModel>(LoadedModel{paths.text,
-                                                     config,
-                                                     gguf_generation_config(pair->text),
-                                                     preprocess,
+                                                     files.config,
+                                                     files.generation,
+                                                     files.preprocess,
                                                      std::move(store),
                                                      {},
                                                      {},
@@ -122,9 +140,11 @@ std::unique_ptr<LoadedModel> load_gguf_model(const GgufPairPaths& paths,
   const double store_ms = timer.millis();
   m->text_weights = load_text_weights(m->config, m->store, types);
   m->vision_weights = load_vision_weights(m->config.vision, m->store, types);
-  const auto chat_template = pair->text.string_or_none("tokenizer.chat_template");
-  const ChatTemplateCheck chat = check_chat_template_text(chat_template.value_or(""));
+  const ChatTemplateCheck chat = check_chat_template_text(files.chat_template);
   m->chat_variant = chat.variant;
+  m->file_format = "gguf";
+  m->file_type = gguf_file_type(pair->text);
+  m->vision_file_type = gguf_file_type(pair->vision);
   if (!chat.known) {
     QVL_LOG(kWarn) << "the chat template in '" << paths.text
                    << "' is not one qvl knows; prompts are rendered as Qwen3-VL's template does";

@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -20,6 +22,20 @@ namespace qvl {
 namespace {
 
 constexpr const char* kDefaultFolderQuant = "q8";
+
+// The dtype holding most of the bytes of a checkpoint's language model (vision = false) or
+// vision tower ("BF16" for Qwen's published folders).
+std::string predominant_dtype(const WeightStore& store, bool vision) {
+  std::map<std::string, size_t> bytes;
+  for (const std::string& name : store.names()) {
+    if ((name.rfind("model.visual.", 0) == 0) != vision) continue;
+    const TensorView& t = store.get(name);
+    bytes[dtype_name(t.dtype)] += t.nbytes;
+  }
+  const auto most = std::max_element(
+      bytes.begin(), bytes.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  return most == bytes.end() ? "" : most->first;
+}
 
 std::unique_ptr<LoadedModel> load_folder(const std::string& dir, const std::string& quant_in,
                                          const std::string& lm_head,
@@ -40,6 +56,9 @@ std::unique_ptr<LoadedModel> load_folder(const std::string& dir, const std::stri
   m->vision_weights = load_vision_weights(m->config.vision, m->store, types);
   const ChatTemplateCheck chat = check_chat_template(dir);
   m->chat_variant = chat.variant;
+  m->file_format = "safetensors";
+  m->file_type = predominant_dtype(m->store, false);
+  m->vision_file_type = predominant_dtype(m->store, true);
   if (!chat.known) {
     QVL_LOG(kWarn) << "the chat template in '" << dir
                    << "' is not one qvl knows; prompts are rendered as Qwen3-VL's template does";
@@ -114,6 +133,9 @@ std::unique_ptr<LoadedModel> load_packed_file(const std::string& path, const std
                                                      {},
                                                      std::move(tokenizer)});
   m->chat_variant = chat.variant;
+  m->file_format = "qvl";
+  m->file_type = stored;
+  m->vision_file_type = stored_vision;
   WeightTypes types = weight_types_for(stored, "", stored_vision);
   if (const PackedTensor* head = m->store.packed(kPackedHeadName)) {
     types.lm_head = ops::values_type(head->type);

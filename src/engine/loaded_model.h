@@ -8,6 +8,7 @@
 
 #include "image/preprocess.h"
 #include "model/config.h"
+#include "model/gguf_weights.h"
 #include "model/safetensors.h"
 #include "model/text_decoder.h"
 #include "model/vision_encoder.h"
@@ -28,6 +29,13 @@ struct LoadedModel {
   Tokenizer tokenizer;
   // Which chat template the model ships (Instruct when it is not one qvl knows).
   ChatTemplateVariant chat_variant = ChatTemplateVariant::kInstruct;
+  // How the weights are stored (for /v1/models, /props and the page): "safetensors", "gguf" or
+  // "qvl" (a pre-packed file), and the type of the matrices as that format names it: the
+  // checkpoint's dtype ("BF16"), the GGUF file type ("Q4_K_M"), the packed type ("q4"). The
+  // vision tower's may differ (a GGUF projector is a file of its own).
+  std::string file_format{};
+  std::string file_type{};
+  std::string vision_file_type{};
 };
 
 // Loads a model folder, or a pre-packed model file (`qvl quantize`, model/packed_file.h) whose
@@ -59,6 +67,18 @@ struct GgufPairPaths {
 };
 std::optional<GgufPairPaths> find_gguf_pair(const std::string& dir);
 GgufPairPaths gguf_pair_for(const std::string& text, const std::string& mmproj);
+// The pair opened (a language model and a projector, in that order, or Error naming them), and
+// what it holds besides tensors, as a Hugging Face folder's files would give it (for loading,
+// and for `qvl quantize`, which writes those files into a pre-packed file).
+std::shared_ptr<GgufPair> open_gguf_pair(const GgufPairPaths& pair);
+struct GgufModelFiles {
+  ModelConfig config;
+  GenerationConfig generation;
+  PreprocessConfig preprocess;
+  std::string tokenizer_json;
+  std::string chat_template;  // "" when the file has none
+};
+GgufModelFiles gguf_model_files(const GgufPair& pair);
 std::unique_ptr<LoadedModel> load_gguf_model(const GgufPairPaths& pair, const std::string& quant,
                                              const std::string& lm_head = "",
                                              const std::string& vision_quant = "");

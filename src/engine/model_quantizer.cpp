@@ -7,6 +7,8 @@
 #include "engine/loaded_model.h"
 #include "image/preprocess.h"
 #include "model/config.h"
+#include "model/config_json.h"
+#include "model/gguf_weights.h"
 #include "model/packed_file.h"
 #include "model/packed_file_writer.h"
 #include "model/weight_types.h"
@@ -58,6 +60,44 @@ QuantizeSummary quantize_model_folder(const std::string& model_dir, const std::s
 
   const PackedFileSummary written =
       write_packed_model_file(model_dir, quant, out_path, extras, vision_quant);
+  QuantizeSummary summary;
+  summary.packed_matrices = written.packed_matrices;
+  summary.stored_tensors = written.stored_tensors;
+  summary.embedded_files = extras.blobs.size() - 1;
+  summary.file_bytes = static_cast<size_t>(std::filesystem::file_size(out_path));
+  return summary;
+}
+
+QuantizeSummary quantize_gguf_pair(const std::string& text_path, const std::string& mmproj_path,
+                                   const std::string& quant, const std::string& out_path,
+                                   const std::string& vision_quant) {
+  const ops::QuantType type = ops::parse_quant_type(quant);  // fail before any slow work
+  if (type == ops::QuantType::kExact) {
+    fail(ErrorCode::kInvalidArgument, "exact cannot be pre-packed; use bf16, q8 or q4");
+  }
+  const WeightTypes types = weight_types_for(quant, "", vision_quant);
+  const GgufPairPaths paths = gguf_pair_for(text_path, mmproj_path);
+  const std::shared_ptr<GgufPair> pair = open_gguf_pair(paths);
+  const GgufModelFiles files = gguf_model_files(*pair);
+  const Tokenizer tokenizer = Tokenizer::from_json_text(files.tokenizer_json);
+  PackedFileExtras extras;
+  const auto embed = [&](const std::string& name, std::string text) {
+    extras.blobs.push_back(byte_tensor(kEmbeddedFilePrefix + name, std::move(text)));
+  };
+  embed("config.json", model_config_json(files.config).dump(2));
+  embed("generation_config.json", generation_config_json(files.generation).dump(2));
+  embed("preprocessor_config.json", preprocess_config_json_text(files.preprocess));
+  if (!files.chat_template.empty()) embed("chat_template.jinja", files.chat_template);
+  embed("tokenizer.json", files.tokenizer_json);
+  extras.blobs.push_back(byte_tensor(kCompactTokenizerName, tokenizer.to_compact()));
+  extras.metadata[kPackedChatTemplateKnownKey] =
+      check_chat_template_text(files.chat_template).known ? "true" : "false";
+
+  GgufPacking packing{stored_type(types.text), stored_type(types.vision)};
+  packing.pack_plain = true;
+  const WeightStore store = gguf_weight_store(pair, files.config, nullptr, packing);
+  const PackedFileSummary written =
+      write_packed_store_file(files.config, store, quant, out_path, extras, vision_quant);
   QuantizeSummary summary;
   summary.packed_matrices = written.packed_matrices;
   summary.stored_tensors = written.stored_tensors;

@@ -22,4 +22,14 @@ QuantizeSummary quantize_model_folder(const std::string& model_dir, const std::s
                                       const std::string& out_path,
                                       const std::string& vision_quant = "");
 
+// The same from a GGUF pair (llama.cpp's language model + mmproj): its matrices packed as
+// loading the pair with the same --quant packs them (a Q8_0 matrix into q8 losslessly, other
+// quantized ones through their dequantized values), the embedding and other vectors as loading
+// stores them (F16/BF16/F32 as in the file, quantized ones as fp32), and config.json,
+// generation_config.json, preprocessor_config.json, tokenizer.json and the chat template made
+// from the GGUF metadata.
+QuantizeSummary quantize_gguf_pair(const std::string& text_path, const std::string& mmproj_path,
+                                   const std::string& quant, const std::string& out_path,
+                                   const std::string& vision_quant = "");
+
 }  // namespace qvl

@@ -153,6 +153,18 @@ PreprocessConfig parse_preprocess_config(const std::string& json_text, const std
   return config;
 }
 
+std::string preprocess_config_json_text(const PreprocessConfig& c) {
+  const nlohmann::ordered_json j = {
+      {"patch_size", c.patch_size},
+      {"temporal_patch_size", c.temporal_patch_size},
+      {"merge_size", c.merge_size},
+      {"image_mean", c.mean},
+      {"image_std", c.std},
+      {"rescale_factor", c.rescale_factor},
+      {"size", {{"shortest_edge", c.min_pixels}, {"longest_edge", c.max_pixels}}}};
+  return j.dump(2);
+}
+
 PreprocessConfig preprocess_config_from_json(const std::string& model_dir) {
   const std::string path = model_dir + "/preprocessor_config.json";
   return parse_preprocess_config(read_text_file(path), path);

@@ -53,6 +53,9 @@ PreprocessedImage preprocess_image(const RgbImage& image, const PreprocessConfig
 PreprocessConfig preprocess_config_from_json(const std::string& model_dir);
 // The same from JSON text; `where` names the source in error messages.
 PreprocessConfig parse_preprocess_config(const std::string& json_text, const std::string& where);
+// preprocessor_config.json text that parses back to `config` (for models known only as parsed
+// settings, e.g. a GGUF pair that `qvl quantize` pre-packs).
+std::string preprocess_config_json_text(const PreprocessConfig& config);
 
 // Replaces the pixel bounds by an image-token budget: min_tokens * pixels_per_token() ..
 // max_tokens * pixels_per_token(). Throws unless 0 < min_tokens <= max_tokens <= 2^24.

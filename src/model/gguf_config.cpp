@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "base/error.h"
@@ -210,6 +211,92 @@ GgufImageNormalization gguf_image_normalization(const GgufFile& vision) {
     }
   }
   return n;
+}
+
+namespace {
+
+// llama.cpp's llama_ftype ids (llama.h) of the types people publish; retired ids are absent.
+const char* llama_file_type_name(int64_t id) {
+  switch (id) {
+    case 0:
+      return "F32";
+    case 1:
+      return "F16";
+    case 2:
+      return "Q4_0";
+    case 3:
+      return "Q4_1";
+    case 7:
+      return "Q8_0";
+    case 8:
+      return "Q5_0";
+    case 9:
+      return "Q5_1";
+    case 10:
+      return "Q2_K";
+    case 11:
+      return "Q3_K_S";
+    case 12:
+      return "Q3_K_M";
+    case 13:
+      return "Q3_K_L";
+    case 14:
+      return "Q4_K_S";
+    case 15:
+      return "Q4_K_M";
+    case 16:
+      return "Q5_K_S";
+    case 17:
+      return "Q5_K_M";
+    case 18:
+      return "Q6_K";
+    case 19:
+      return "IQ2_XXS";
+    case 20:
+      return "IQ2_XS";
+    case 21:
+      return "Q2_K_S";
+    case 22:
+      return "IQ3_XS";
+    case 23:
+      return "IQ3_XXS";
+    case 24:
+      return "IQ1_S";
+    case 25:
+      return "IQ4_NL";
+    case 26:
+      return "IQ3_S";
+    case 27:
+      return "IQ3_M";
+    case 28:
+      return "IQ2_S";
+    case 29:
+      return "IQ2_M";
+    case 30:
+      return "IQ4_XS";
+    case 31:
+      return "IQ1_M";
+    case 32:
+      return "BF16";
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+std::string gguf_file_type(const GgufFile& file) {
+  const GgufValue* value = file.find("general.file_type");
+  if (value && value->is_integer() && !value->is_array) {
+    if (const char* name = llama_file_type_name(file.get_int("general.file_type"))) return name;
+  }
+  std::map<GgmlType, uint64_t> bytes;
+  for (const GgufTensor& t : file.tensors()) {
+    if (t.dims.size() >= 2) bytes[t.type] += t.nbytes;
+  }
+  const auto most = std::max_element(
+      bytes.begin(), bytes.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  return most == bytes.end() ? "F32" : ggml_type_name(most->first);
 }
 
 }  // namespace qvl

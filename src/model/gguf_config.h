@@ -26,4 +26,9 @@ struct GgufImageNormalization {
 };
 GgufImageNormalization gguf_image_normalization(const GgufFile& vision);
 
+// The file's quantization as llama.cpp names it ("F16", "Q8_0", "Q4_K_M", ...): its
+// general.file_type, or, when that is absent or unknown (projectors often lack it), the tensor
+// type holding most of the bytes of its matrices.
+std::string gguf_file_type(const GgufFile& file);
+
 }  // namespace qvl

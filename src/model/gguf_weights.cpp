@@ -140,7 +140,7 @@ TensorView view_of(const GgufTensor& t, const GgufFile& f, const std::string& na
       t.type == GgmlType::kF32 || t.type == GgmlType::kF16 || t.type == GgmlType::kBF16;
   const ops::QuantType target = packing_of(name, packing);
   // As packed_weight will ask: packed types need whole blocks of 32 columns.
-  if (!plain && target != ops::QuantType::kExact && t.dims.size() == 2 &&
+  if ((!plain || packing.pack_plain) && target != ops::QuantType::kExact && t.dims.size() == 2 &&
       t.dims[0] % ops::kBlockCols == 0 && gguf_can_dequantize(t.type)) {
     const Timer timer;
     std::optional<AlignedBuffer<uint8_t>> bytes;

@@ -53,6 +53,9 @@ std::string hf_tensor_name(const std::string& gguf_name, bool vision,
 struct GgufPacking {
   ops::QuantType text = ops::QuantType::kExact;
   ops::QuantType vision = ops::QuantType::kExact;
+  // F32/F16/BF16 matrices are packed too instead of used in place (for `qvl quantize`, which
+  // writes every packable matrix packed).
+  bool pack_plain = false;
 };
 
 // A WeightStore over the pair's tensors (the pair is kept alive by the store). Throws

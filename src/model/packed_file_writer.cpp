@@ -25,6 +25,9 @@ struct PackJob {
   ops::WeightRef source;
   ops::QuantType type;
   size_t bytes = 0;
+  // The source is a mapped file whose pages may leave memory once read (not a copy in memory
+  // that other matrices are still to be made from: madvise would zero it).
+  bool release_source = true;
 };
 
 // Drops a source tensor's pages from this process once it is written (they stay in the page
@@ -98,12 +101,12 @@ class PackPlan {
   bool head_tied_ = false;
 };
 
-TensorSpec stored_tensor(const TensorView& t) {
+TensorSpec stored_tensor(const TensorView& t, bool release) {
   const TensorView* view = &t;
-  return {t.name, t.dtype, t.shape, [view](int64_t offset, int64_t count, uint8_t* out) {
+  return {t.name, t.dtype, t.shape, [view, release](int64_t offset, int64_t count, uint8_t* out) {
             const size_t es = dtype_size(view->dtype);
             std::memcpy(out, view->data + offset * es, static_cast<size_t>(count) * es);
-            if (static_cast<size_t>(offset + count) * es == view->nbytes) {
+            if (release && static_cast<size_t>(offset + count) * es == view->nbytes) {
               release_pages(view->data, view->nbytes);
             }
           }};
@@ -111,6 +114,7 @@ TensorSpec stored_tensor(const TensorView& t) {
 
 ops::PackedMatrix pack(const PackJob& job) {
   ops::PackedMatrix m = ops::PackedMatrix::pack(job.source, job.type);
+  if (!job.release_source) return m;
   release_pages(job.source.data, static_cast<size_t>(job.source.rows * job.source.cols) *
                                      ops::weight_type_size(job.source.type));
   return m;
@@ -149,23 +153,18 @@ TensorSpec packed_tensor(const PackJob& job, size_t index, PackAhead& ahead) {
   return spec;
 }
 
-}  // namespace
+// What a file holds besides the store's stored tensors: matrices packed while writing (`jobs`)
+// and matrices the store already holds packed (`copies`, written as they are).
+struct FileContents {
+  std::vector<PackJob> jobs;
+  std::vector<std::string> copies;
+  bool head_tied = false;
+  bool release_pages = true;  // the store is mapped files only (see PackJob::release_source)
+};
 
-PackedFileSummary write_packed_model_file(const std::string& model_dir, const std::string& quant,
-                                          const std::string& out_path,
-                                          const PackedFileExtras& extras,
-                                          const std::string& vision_quant) {
-  const ops::QuantType type = ops::parse_quant_type(quant);
-  if (type == ops::QuantType::kExact) {
-    fail(ErrorCode::kInvalidArgument,
-         "exact cannot be pre-packed: it computes on the stored bf16 weights, so load the model "
-         "folder itself; pre-pack with bf16, q8 or q4");
-  }
-  const ModelConfig config = load_model_config(model_dir);
-  const WeightStore store = WeightStore::open_folder(model_dir);
-  const WeightTypes types = weight_types_for(quant, "", vision_quant);
-  const PackPlan plan(config, store, types);
-
+PackedFileSummary write_file(const WeightStore& store, const FileContents& contents,
+                             const std::string& quant, const WeightTypes& types,
+                             const std::string& out_path, const PackedFileExtras& extras) {
   SafeTensorsWriteOptions options;
   options.alignment = kPackedAlignment;
   options.metadata = extras.metadata;
@@ -174,12 +173,16 @@ PackedFileSummary write_packed_model_file(const std::string& model_dir, const st
   options.metadata[kPackedQuantKey] = quant;
   options.metadata[kPackedVisionQuantKey] = ops::quant_type_name(types.vision);
   options.metadata[kPackedLayoutKey] = packed_layout_fingerprint();
-  options.metadata[kPackedHeadTiedKey] = plan.head_tied() ? "true" : "false";
+  options.metadata[kPackedHeadTiedKey] = contents.head_tied ? "true" : "false";
   std::set<std::string> packed_names;
-  for (const PackJob& job : plan.jobs()) {
+  for (const PackJob& job : contents.jobs) {
     options.metadata[kPackedTensorPrefix + job.name] =
         packed_tensor_entry(job.type, job.source.rows, job.source.cols);
     packed_names.insert(job.name);
+  }
+  for (const std::string& name : contents.copies) {
+    const PackedTensor& p = *store.packed(name);
+    options.metadata[kPackedTensorPrefix + name] = packed_tensor_entry(p.type, p.rows, p.cols);
   }
 
   // Small things first (files, norms, biases: what loading reads), then the stored tensors by
@@ -191,17 +194,71 @@ PackedFileSummary write_packed_model_file(const std::string& model_dir, const st
   }
   std::stable_sort(stored.begin(), stored.end(),
                    [](const TensorView* a, const TensorView* b) { return a->nbytes < b->nbytes; });
-  for (const TensorView* t : stored) specs.push_back(stored_tensor(*t));
-  PackAhead ahead(plan.jobs());
-  for (size_t i = 0; i < plan.jobs().size(); ++i) {
-    specs.push_back(packed_tensor(plan.jobs()[i], i, ahead));
+  for (const TensorView* t : stored) specs.push_back(stored_tensor(*t, contents.release_pages));
+  for (const std::string& name : contents.copies) {
+    TensorSpec spec = stored_tensor(*store.packed(name)->bytes, contents.release_pages);
+    spec.name = name;
+    specs.push_back(std::move(spec));
+  }
+  PackAhead ahead(contents.jobs);
+  for (size_t i = 0; i < contents.jobs.size(); ++i) {
+    specs.push_back(packed_tensor(contents.jobs[i], i, ahead));
   }
   write_safetensors(out_path, specs, options);
   // Read back from disk on first use rather than mapped from the pages just written (see
   // drop_cached_pages): a 29-token q8 prompt took 516-546 ms on the fresh file, 362-427 ms once
   // re-read (2B, AVX-512).
   drop_cached_pages(out_path);
-  return {plan.jobs().size(), stored.size()};
+  return {contents.jobs.size() + contents.copies.size(), stored.size()};
+}
+
+ops::QuantType checked_quant(const std::string& quant) {
+  const ops::QuantType type = ops::parse_quant_type(quant);
+  if (type == ops::QuantType::kExact) {
+    fail(ErrorCode::kInvalidArgument,
+         "exact cannot be pre-packed: it computes on the stored bf16 weights, so load the model "
+         "folder itself; pre-pack with bf16, q8 or q4");
+  }
+  return type;
+}
+
+}  // namespace
+
+PackedFileSummary write_packed_model_file(const std::string& model_dir, const std::string& quant,
+                                          const std::string& out_path,
+                                          const PackedFileExtras& extras,
+                                          const std::string& vision_quant) {
+  checked_quant(quant);
+  const ModelConfig config = load_model_config(model_dir);
+  const WeightStore store = WeightStore::open_folder(model_dir);
+  const WeightTypes types = weight_types_for(quant, "", vision_quant);
+  const PackPlan plan(config, store, types);
+  return write_file(store, {plan.jobs(), {}, plan.head_tied(), true}, quant, types, out_path,
+                    extras);
+}
+
+PackedFileSummary write_packed_store_file(const ModelConfig& config, const WeightStore& store,
+                                          const std::string& quant, const std::string& out_path,
+                                          const PackedFileExtras& extras,
+                                          const std::string& vision_quant) {
+  checked_quant(quant);
+  const WeightTypes types = weight_types_for(quant, "", vision_quant);
+  FileContents contents;
+  contents.release_pages = false;  // a GGUF store holds converted copies in memory
+  contents.copies = store.packed_names();
+  // As load_text_weights decides: the embedding serves as the head unless lm_head.weight exists.
+  contents.head_tied = config.tie_word_embeddings || !store.has("lm_head.weight");
+  const int64_t vocab = config.text.vocab_size, hidden = config.text.hidden_size;
+  const ops::QuantType head = fitting_type(stored_type(types.lm_head), hidden);
+  if (head != ops::QuantType::kExact) {
+    const std::string source =
+        contents.head_tied ? "model.language_model.embed_tokens.weight" : "lm_head.weight";
+    PackJob job{kPackedHeadName, matrix_weight(store, source, vocab, hidden), head};
+    job.bytes = ops::packed_size_bytes(head, vocab, hidden);
+    job.release_source = false;
+    contents.jobs.push_back(std::move(job));
+  }
+  return write_file(store, contents, quant, types, out_path, extras);
 }
 
 }  // namespace qvl

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "model/config.h"
+#include "model/safetensors.h"
 #include "model/safetensors_writer.h"
 
 namespace qvl {
@@ -27,6 +29,14 @@ struct PackedFileSummary {
 // Writes out_path atomically. Throws qvl::Error naming the folder, tensor or output file.
 PackedFileSummary write_packed_model_file(const std::string& model_dir, const std::string& quant,
                                           const std::string& out_path,
+                                          const PackedFileExtras& extras,
+                                          const std::string& vision_quant = "");
+
+// The same from an opened store whose packable matrices it already holds packed in the types
+// asked for (a GGUF pair opened with GgufPacking::pack_plain): those are written as they are,
+// the output head is packed from the embedding (or lm_head.weight), the rest as stored.
+PackedFileSummary write_packed_store_file(const ModelConfig& config, const WeightStore& store,
+                                          const std::string& quant, const std::string& out_path,
                                           const PackedFileExtras& extras,
                                           const std::string& vision_quant = "");
 

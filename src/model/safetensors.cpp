@@ -316,6 +316,12 @@ const TensorView& WeightStore::get(const std::string& name) const {
   return *it->second;
 }
 
+std::vector<std::string> WeightStore::packed_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : packed_) names.push_back(name);
+  return names;
+}
+
 const PackedTensor* WeightStore::packed(const std::string& name) const {
   auto it = packed_.find(name);
   return it == packed_.end() ? nullptr : &it->second;

@@ -86,6 +86,7 @@ class WeightStore {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
   const PackedTensor* packed(const std::string& name) const;
+  std::vector<std::string> packed_names() const;
   // Declares the stored tensor `name` a packed [rows, cols] matrix of `type`: it leaves the
   // stored tensors and becomes packed(name). Throws kCorrupt naming the file and tensor unless
   // it is a 1-D U8 tensor of exactly ops::packed_size_bytes(type, rows, cols) bytes.

@@ -234,6 +234,22 @@ void Server::handle_metrics(HttpResponse& res) {
   res.set_content(metrics_.render(gauges), "text/plain; version=0.0.4; charset=utf-8");
 }
 
+namespace {
+
+// What model this is and how it is stored and run, for /v1/models and /props (the page's model
+// line): its size in the family, the file's format and quantization, the types the engine runs.
+json model_description(const ModelInfo& info) {
+  return {{"size", info.size},
+          {"parameters", info.parameters},
+          {"format", info.file_format},
+          {"file_type", info.file_type},
+          {"vision_file_type", info.vision_file_type},
+          {"quant", info.weights},
+          {"vision_quant", info.vision_weights}};
+}
+
+}  // namespace
+
 void Server::handle_models(HttpResponse& res) {
   Engine* engine = ready_engine();
   if (!engine) {
@@ -251,6 +267,7 @@ void Server::handle_models(HttpResponse& res) {
                 // carry reasoning_content.
                 {"variant", engine->info().variant},
                 {"reasoning", engine->info().thinking}};
+  model.update(model_description(engine->info()));
   send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
 }
 
@@ -288,6 +305,7 @@ void Server::handle_props(HttpResponse& res) {
                   {"max_images_per_request", limits.max_images},
                   {"max_image_bytes", limits.max_image_bytes}}},
                 {"max_body_bytes", options_.max_body_bytes}};
+  props.update(model_description(info));
   const EngineStats stats = engine->stats();
   props["cache"] = {
       {"kv_cache_bytes", static_cast<uint64_t>(stats.kv_pages_total) * stats.kv_page_bytes},

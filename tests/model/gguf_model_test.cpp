@@ -332,3 +332,38 @@ TEST(GgufModel, Q8BlocksOutsideQvlsRangeAreNotRepacked) {
 
 }  // namespace
 }  // namespace qvl
+
+namespace qvl {
+namespace {
+
+// /v1/models and /props name a GGUF's quantization as llama.cpp does: general.file_type when
+// the converter wrote it, else (projectors, hand-made files) the type most matrix bytes have.
+TEST(GgufModel, FileTypeIsTheFilesOwnNameOrItsPredominantMatrixType) {
+  const auto q8 = write_pair(GgmlType::kQ8_0, "file_type");
+  EXPECT_EQ(gguf_file_type(q8->text), "Q8_0");
+  const auto f16 = write_pair(GgmlType::kF16, "file_type_f16");
+  EXPECT_EQ(gguf_file_type(f16->vision), "F16");
+
+  const auto parsed = [](const testing::GgufBuilder& b) {
+    const std::vector<uint8_t> bytes = b.bytes();
+    return gguf_file_type(GgufFile::parse(bytes.data(), bytes.size(), "test.gguf"));
+  };
+  testing::GgufBuilder b;
+  b.tensor("norm", GgmlType::kF32, {64}, std::vector<uint8_t>(256));
+  b.tensor("small", GgmlType::kQ8_0, {32, 1}, std::vector<uint8_t>(34));
+  b.tensor("big", GgmlType::kF16, {32, 4}, std::vector<uint8_t>(256));
+  EXPECT_EQ(parsed(b), "F16") << "1-D tensors do not count, the bigger matrix type wins";
+  testing::GgufBuilder named = b;
+  named.u32("general.file_type", 15);
+  EXPECT_EQ(parsed(named), "Q4_K_M");
+  testing::GgufBuilder bf16 = b;
+  bf16.u32("general.file_type", 32);
+  EXPECT_EQ(parsed(bf16), "BF16");
+  testing::GgufBuilder unknown = b;
+  unknown.u32("general.file_type", 1000);
+  EXPECT_EQ(parsed(unknown), "F16");
+  EXPECT_EQ(parsed(testing::GgufBuilder()), "F32");
+}
+
+}  // namespace
+}  // namespace qvl

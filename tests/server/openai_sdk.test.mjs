@@ -115,6 +115,18 @@ test('models.list', async () => {
   assert.equal(models.data.length, 1);
   assert.equal(models.data[0].id, 'qwen3vl-tiny-a');
   assert.equal(models.data[0].object, 'model');
+  // What the model is and how it is stored and run (the page's model line): the tiny golden
+  // model is a bf16 safetensors folder, run as q8 with a bf16 vision tower by default.
+  const props = await (await fetch(`${server.url}/props`, { headers: { authorization: `Bearer ${API_KEY}` } })).json();
+  for (const m of [models.data[0], props]) {
+    assert.match(m.size, /^\d+M$/);
+    assert.equal(m.size, `${Math.floor(m.parameters / 1e6)}M`);
+    assert.equal(m.format, 'safetensors');
+    assert.equal(m.file_type, 'BF16');
+    assert.equal(m.vision_file_type, 'BF16');
+    assert.equal(m.quant, 'q8');
+    assert.equal(m.vision_quant, 'bf16');
+  }
 });
 
 test('API key is required on /v1 and /tokenize, not on /health and /metrics', async () => {

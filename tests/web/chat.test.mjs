@@ -69,6 +69,12 @@ async function waitForIdle() {
   }
 }
 
+test('the header names the model, its size, file and the type it runs as', async () => {
+  // The tiny golden model: a bf16 safetensors folder, run as q8 (the default).
+  assert.match(await page.locator('#model-status-text').textContent(),
+    /^qwen3vl-tiny-a · \d+M · safetensors BF16 → q8 · \d+k context$/);
+});
+
 test('images by picker and drag and drop, sent once each, answer streams in and can be stopped', async () => {
   await page.locator('#file-input').setInputFiles(SCENE);
   await expectCount('.attachment', 1);

@@ -6,6 +6,7 @@ import { parseBoxes } from '../../web/src/grounding.js';
 import { buildRequest } from '../../web/src/chat.js';
 import { OCR_PROMPT } from '../../web/src/presets.js';
 import { putImage } from '../../web/src/store.js';
+import { modelLine } from '../../web/src/model_line.js';
 
 test('grounding boxes: fenced JSON, bare JSON, one object, truncated answers, junk', () => {
   assert.deepEqual(parseBoxes('Sure!\n```json\n[{"bbox_2d": [10, 20, 300, 400], "label": "cat"}]\n```'),
@@ -109,4 +110,13 @@ test('formats: what the server reads passes; AVIF, HEIC, animated WebP and RLE B
   assert.equal(serverFormat(bytes([0, 0, 0, 0x1c], 'ftypavif')), null);
   assert.equal(serverFormat(bytes([0, 0, 0, 0x18], 'ftypheic')), null);
   assert.equal(serverFormat(bytes('<svg xmlns="http://www.w3.org/2000/svg">')), null);
+});
+
+test('the model line: size, file format and type, and the type it runs as when that differs', () => {
+  assert.equal(modelLine({ size: '2B', format: 'safetensors', file_type: 'BF16', quant: 'q8' }), ' · 2B · safetensors BF16 → q8');
+  assert.equal(modelLine({ size: '8B', format: 'gguf', file_type: 'Q4_K_M', quant: 'q4' }), ' · 8B · GGUF Q4_K_M → q4');
+  assert.equal(modelLine({ size: '2B', format: 'gguf', file_type: 'Q8_0', quant: 'q8' }), ' · 2B · GGUF Q8_0 → q8');
+  assert.equal(modelLine({ size: '4B', format: 'qvl', file_type: 'q4', quant: 'q4' }), ' · 4B · pre-packed q4');
+  assert.equal(modelLine({ size: '2B', format: 'safetensors', file_type: 'BF16', quant: 'bf16' }), ' · 2B · safetensors BF16');
+  assert.equal(modelLine({}), '', 'an older server without these fields');
 });

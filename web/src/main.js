@@ -10,6 +10,7 @@ import { applyTheme, initSettings, openSettings } from './settings.js';
 import { Attachments, renderAttachments } from './attachments.js';
 import { startMonitor } from './monitor.js';
 import { initLightbox } from './lightbox.js';
+import { modelLine } from './model_line.js';
 import { renderSidebar, setDrawer, undoToast } from './sidebar.js';
 import { wireControls } from './controls.js';
 import { MAX_ASPECT_RATIO } from './tokens.js';
@@ -166,7 +167,7 @@ async function refreshProps() {
     state.props = await fetchProps(state.settings.apiKey);
     ui.status.dataset.state = 'ready';
     const ctx = state.props.context_length ? ` · ${Math.round(state.props.context_length / 1024)}k context` : '';
-    ui.statusText.textContent = `${state.props.model}${state.props.reasoning ? ' · Thinking' : ''}${ctx}`;
+    ui.statusText.textContent = `${state.props.model}${modelLine(state.props)}${state.props.reasoning ? ' · Thinking' : ''}${ctx}`;
     renderComposer();
   } catch (error) {
     state.props = null;
