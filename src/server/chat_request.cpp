@@ -218,9 +218,7 @@ class MessageParser {
       return ContentPart{ContentPart::Kind::kText, text->get<std::string>(), -1};
     }
     if (kind == "image_url") return parse_image(part, param);
-    if (kind == "video_url" || kind == "video") {
-      return parse_video_part(part, param, model_, limits_, out_);
-    }
+    if (kind.rfind("video", 0) == 0) return parse_video_part(part, param, model_, limits_, out_);
     if (kind == "file") return parse_file_part(part, param, limits_, out_);
     fail_request(
         param + ".type",

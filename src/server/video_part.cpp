@@ -134,7 +134,14 @@ std::vector<uint8_t> read_url(const json& url, const std::string& param, size_t 
 
 ContentPart parse_video_part(const json& part, const std::string& param, const ModelInfo& model,
                              const RequestLimits& limits, ChatRequest& out) {
-  const bool frame_list = part.at("type") == "video";
+  const std::string& type = part.at("type").get_ref<const std::string&>();
+  if (type != "video" && type != "video_url") {
+    fail_request(param + ".type",
+                 "unsupported content part type '" + type.substr(0, 32) +
+                     "'; use \"text\", \"image_url\", \"video_url\", \"video\" or \"file\"",
+                 "unsupported_value");
+  }
+  const bool frame_list = type == "video";
   const std::string key = frame_list ? "video" : "video_url";
   const std::string value_param = param + "." + key;
   const json* value = member(part, key.c_str());

@@ -102,4 +102,7 @@ test('bad videos and settings are 400s naming the problem', async () => {
   assert.match(r.json.error.message, /one size/);
   r = await post({ type: 'video', video: 'not a list' });
   assert.equal(r.status, 400);
+  r = await post({ type: 'videos', videos: [] });
+  assert.equal(r.status, 400);
+  assert.match(r.json.error.message, /unsupported content part type 'videos'/);
 });
