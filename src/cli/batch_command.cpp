@@ -253,7 +253,8 @@ void add_batch_command(CLI::App& app) {
                   "Model folder (Hugging Face layout), pre-packed file (qvl quantize) or hub id")
       ->required();
   cmd->add_option("inputs", o->inputs,
-                  "Image files and folders (a folder's .jpg .jpeg .png .webp .gif .bmp files)");
+                  "Image files and folders (a folder's .jpg .jpeg .png .webp .gif .bmp files); "
+                  "documents (.pdf .tif .tiff) give one output line per page");
   cmd->add_option("--requests", o->requests_file,
                   "JSONL file: one OpenAI chat request body per line with an id or custom_id "
                   "(or OpenAI Batch API lines); images as data: or file:// URLs");

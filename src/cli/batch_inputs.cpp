@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <unordered_map>
 
 #include "base/error.h"
+#include "media/document.h"
 #include "tokenizer/json_depth.h"
 
 namespace qvl::cli {
@@ -29,6 +31,13 @@ bool has_image_extension(const fs::path& path) {
          ext == ".bmp";
 }
 
+bool has_document_extension(const fs::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return ext == ".pdf" || ext == ".tif" || ext == ".tiff";
+}
+
 BatchItem image_item(const std::string& path, const json& body) {
   BatchItem item;
   item.id = path;
@@ -38,6 +47,44 @@ BatchItem image_item(const std::string& path, const json& body) {
   json& content = item.body["messages"].back()["content"];
   content.insert(content.begin(), json{{"type", "image_url"}, {"image_url", {{"url", url}}}});
   return item;
+}
+
+// The number of pages of a PDF or TIFF (in the media worker), or 0 when it cannot be read: then
+// its one line fails with the reason.
+int document_page_count(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto type = media::sniff_document_type(bytes);
+  if (!in.good() && !in.eof()) return 0;
+  if (!type) return 0;
+  media::DocumentOptions count_only;
+  count_only.images = false;
+  media::DocumentLimits limits;
+  limits.max_pages = INT32_MAX;
+  try {
+    return media::read_document(bytes, *type, count_only, limits).page_count;
+  } catch (const Error&) {
+    return 0;
+  }
+}
+
+// One item per page ("doc.pdf#page=3"), each asking about that page alone.
+void add_document_items(const std::string& path, const json& body, BatchInputs& out) {
+  const std::string url = "file://" + fs::absolute(path).lexically_normal().string();
+  const auto item_for = [&](int page) {
+    BatchItem item;
+    item.id = page > 0 ? path + "#page=" + std::to_string(page) : path;
+    item.file = path;
+    item.body = body;
+    json file = {{"file_url", url}, {"filename", fs::path(path).filename().string()}};
+    if (page > 0) file["pages"] = std::to_string(page);
+    json& content = item.body["messages"].back()["content"];
+    content.insert(content.begin(), json{{"type", "file"}, {"file", file}});
+    out.items.push_back(std::move(item));
+  };
+  const int pages = document_page_count(path);
+  if (pages == 0) return item_for(0);
+  for (int page = 1; page <= pages; ++page) item_for(page);
 }
 
 }  // namespace
@@ -52,7 +99,12 @@ BatchInputs image_inputs(const std::vector<std::string>& paths, const json& body
   BatchInputs out;
   std::set<std::string> seen;
   const auto add = [&](const std::string& path) {
-    if (seen.insert(path).second) out.items.push_back(image_item(path, body));
+    if (!seen.insert(path).second) return;
+    if (has_document_extension(path)) {
+      add_document_items(path, body, out);
+    } else {
+      out.items.push_back(image_item(path, body));
+    }
   };
   for (const std::string& path : paths) {
     std::error_code error;
@@ -63,7 +115,7 @@ BatchInputs image_inputs(const std::vector<std::string>& paths, const json& body
     std::vector<std::string> files;
     for (const fs::directory_entry& entry : fs::directory_iterator(path, error)) {
       if (!entry.is_regular_file(error)) continue;
-      if (has_image_extension(entry.path())) {
+      if (has_image_extension(entry.path()) || has_document_extension(entry.path())) {
         files.push_back(entry.path().string());
       } else {
         ++out.ignored_files;

@@ -30,7 +30,9 @@ std::string preset_prompt(const std::string& preset);
 // One item per image: files as given (whatever their extension), and the files of folders with
 // an image extension (.jpg .jpeg .png .webp .gif .bmp), sorted by name, non-recursive. `body` is
 // the template every image's request starts from: its last message's content gets the image
-// prepended. A path given twice counts once.
+// prepended. A path given twice counts once. Documents (.pdf .tif .tiff) give one item per page,
+// "doc.pdf#page=3", with a file part of that page (one item named by the path when the document
+// cannot be read, which fails with the reason).
 BatchInputs image_inputs(const std::vector<std::string>& paths, const nlohmann::json& body);
 
 // One item per non-empty line of a JSONL file: an OpenAI Batch API line ({"custom_id", "body":

@@ -12,6 +12,7 @@ namespace qvl::server {
 
 struct DocumentPart {
   std::vector<uint8_t> bytes;
+  std::string url;  // file:// (qvl batch only): read by expand_documents, bytes empty until then
   media::DocumentType type = media::DocumentType::kPdf;
   media::DocumentOptions options;
   std::string filename;  // as the client named it ("" when it did not)

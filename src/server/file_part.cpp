@@ -1,6 +1,7 @@
 #include "server/file_part.h"
 
 #include <algorithm>
+#include <fstream>
 #include <string>
 #include <string_view>
 
@@ -16,8 +17,8 @@ namespace {
 using nlohmann::json;
 
 constexpr int64_t kPixelsPerToken = 32 * 32;
-constexpr const char* kFileFields[] = {"file_data", "file_id", "filename", "pages",   "detail",
-                                       "text",      "images",  "rotate",   "password"};
+constexpr const char* kFileFields[] = {"file_data", "file_id", "file_url", "filename", "pages",
+                                       "detail",    "text",    "images",   "rotate",   "password"};
 
 const json* member(const json& object, const char* name) {
   const auto it = object.find(name);
@@ -64,6 +65,44 @@ std::vector<uint8_t> decode_file_data(std::string_view uri, size_t max_bytes,
   }
   if (bytes.size() > max_bytes) fail_request(param, too_large, "file_too_large");
   if (bytes.empty()) fail_request(param, "file_data is empty", "invalid_file");
+  return bytes;
+}
+
+// The document's type by content, checked against the media type its data URI gave.
+void set_document_bytes(DocumentPart& document, std::vector<uint8_t> bytes, const std::string& mime,
+                        const std::string& param) {
+  const auto type = media::sniff_document_type(
+      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  if (!type || (mime == "application/pdf" && *type != media::DocumentType::kPdf) ||
+      (mime == "image/tiff" && *type != media::DocumentType::kTiff)) {
+    fail_request(param,
+                 mime.empty() || mime == "application/octet-stream"
+                     ? "the file is neither a PDF nor a TIFF (qvl reads those documents; images go "
+                       "in image_url parts)"
+                     : "the file is not the " + mime + " its data URI says",
+                 "unsupported_file_type");
+  }
+  document.type = *type;
+  document.bytes = std::move(bytes);
+}
+
+// A file:// document of qvl batch, read within the byte limit.
+std::vector<uint8_t> read_file_url(const std::string& url, uint64_t max_bytes,
+                                   const std::string& param) {
+  const std::string path = url.substr(std::string_view("file://").size());
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) fail_request(param, "cannot read " + path.substr(0, 512), "invalid_file");
+  const auto size = static_cast<uint64_t>(in.tellg());
+  if (size > max_bytes) {
+    fail_request(param,
+                 path.substr(0, 512) + " is larger than the " + std::to_string(max_bytes >> 20) +
+                     " MiB limit",
+                 "file_too_large");
+  }
+  std::vector<uint8_t> bytes(size);
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
+  if (!in) fail_request(param, "cannot read " + path.substr(0, 512), "invalid_file");
   return bytes;
 }
 
@@ -210,11 +249,24 @@ ContentPart parse_file_part(const json& part, const std::string& param, const Re
                  "unsupported_parameter");
   }
   const json* data = member(*file, "file_data");
-  if (!data) {
+  const json* url = member(*file, "file_url");
+  if (url) {
+    if (!limits.allow_file_urls) {
+      fail_request(file_param + ".file_url",
+                   "file_url is read by qvl batch only; send the file inline as file_data "
+                   "(data:application/pdf;base64,...)",
+                   "unsupported_parameter");
+    }
+    if (data) fail_request(file_param, "give file_data or file_url, not both");
+    if (!url->is_string() || url->get_ref<const std::string&>().rfind("file://", 0) != 0) {
+      fail_type(file_param + ".file_url", "a file:// URL");
+    }
+  } else if (!data) {
     fail_request(file_param + ".file_data", "missing required field '" + file_param + ".file_data'",
                  "missing_field");
+  } else if (!data->is_string()) {
+    fail_type(file_param + ".file_data", "a string");
   }
-  if (!data->is_string()) fail_type(file_param + ".file_data", "a string");
   if (out.documents.size() >= limits.documents.max_documents) {
     fail_request(file_param,
                  "too many files: at most " + std::to_string(limits.documents.max_documents) +
@@ -222,22 +274,15 @@ ContentPart parse_file_part(const json& part, const std::string& param, const Re
                  "too_many_files");
   }
   DocumentPart document;
-  std::string mime;
-  document.bytes =
-      decode_file_data(data->get_ref<const std::string&>(), limits.documents.render.max_bytes,
-                       file_param + ".file_data", mime);
-  const auto type = media::sniff_document_type(std::string_view(
-      reinterpret_cast<const char*>(document.bytes.data()), document.bytes.size()));
-  if (!type || (mime == "application/pdf" && *type != media::DocumentType::kPdf) ||
-      (mime == "image/tiff" && *type != media::DocumentType::kTiff)) {
-    fail_request(file_param + ".file_data",
-                 mime.empty() || mime == "application/octet-stream"
-                     ? "the file is neither a PDF nor a TIFF (qvl reads those documents; images go "
-                       "in image_url parts)"
-                     : "the file is not the " + mime + " its data URI says",
-                 "unsupported_file_type");
+  if (url) {
+    document.url = url->get<std::string>();
+  } else {
+    std::string mime;
+    std::vector<uint8_t> bytes =
+        decode_file_data(data->get_ref<const std::string&>(), limits.documents.render.max_bytes,
+                         file_param + ".file_data", mime);
+    set_document_bytes(document, std::move(bytes), mime, file_param + ".file_data");
   }
-  document.type = *type;
   read_options(*file, file_param, limits, document);
   document.param = file_param;
   const int index = static_cast<int>(out.documents.size());
@@ -253,6 +298,12 @@ void expand_documents(ChatRequest& chat, const RequestLimits& limits) {
   std::vector<std::vector<ContentPart>> pages(chat.documents.size());
   for (size_t i = 0; i < chat.documents.size(); ++i) {
     DocumentPart& document = chat.documents[i];
+    if (!document.url.empty()) {
+      set_document_bytes(document,
+                         read_file_url(document.url, limits.documents.render.max_bytes,
+                                       document.param + ".file_url"),
+                         "", document.param + ".file_url");
+    }
     const auto documents_left = static_cast<int64_t>(chat.documents.size() - i);
     document.options.total_max_tokens = std::max<int64_t>(left / documents_left, 1);
     if (document.options.images && left / documents_left < 4) {

@@ -10,6 +10,9 @@
 //                             "rotate": 0,             // clockwise, on top of each page's own
 //                             "password": "..."}}      // an encrypted PDF's password
 //
+// `qvl batch` (RequestLimits::allow_file_urls) also reads "file_url": "file:///path/doc.pdf" in
+// place of file_data; the server refuses it.
+//
 // Parsing (inside parse_chat_request, pure) decodes and checks the part and leaves a placeholder
 // part in the message; expand_documents (after parsing, like fetching remote images) renders the
 // pages in the media worker and puts them in place of the placeholder, in order: for each page a

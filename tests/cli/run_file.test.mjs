@@ -81,3 +81,21 @@ test('qvl batch --requests: file parts in request lines', () => {
   assert.equal(lines.label.timings.image_tokens, 1276);
   assert.match(lines.past.error.message, /page 5 is past the document's last page \(2\)/);
 });
+
+test('qvl batch over a PDF: one line per page, resumable', () => {
+  const out = path.join(dir, 'pages.jsonl');
+  const batch = () => spawnSync(QVL, ['--log-level', 'warn', 'batch', '-m', MODEL, pdf,
+                                      '--prompt', 'Read the page.', '--max-tokens', '2',
+                                      '-o', out], { encoding: 'utf8' });
+  const first = batch();
+  assert.equal(first.status, 0, first.stderr);
+  const lines = fs.readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(lines.map((l) => l.id).sort(), [`${pdf}#page=1`, `${pdf}#page=2`]);
+  for (const line of lines) {
+    assert.equal(typeof line.answer, 'string');
+    assert.ok(line.timings.image_tokens > 1000);  // one page at the 1280-token default
+  }
+  const again = batch();
+  assert.equal(again.status, 0, again.stderr);
+  assert.equal(fs.readFileSync(out, 'utf8').trim().split('\n').length, 2);  // nothing redone
+});

@@ -132,6 +132,9 @@ TEST(FilePart, BadFieldsAreNamed) {
   const std::string file = "messages[0].content[1].file";
   ApiError e = error_of(body_with({{"file_id", "file-abc"}}));
   EXPECT_EQ(e.param(), file + ".file_id");
+  e = error_of(body_with({{"file_url", "file:///etc/hostname"}}));  // qvl batch only
+  EXPECT_EQ(e.param(), file + ".file_url");
+  EXPECT_EQ(e.code(), "unsupported_parameter");
   e = error_of(body_with(pdf_file({{"page", "1"}})));
   EXPECT_EQ(e.param(), file + ".page");
   EXPECT_EQ(e.code(), "unknown_parameter");
