@@ -304,6 +304,15 @@ void Server::handle_props(HttpResponse& res) {
                   {"max_total_tokens", limits.max_total_image_tokens},
                   {"max_images_per_request", limits.max_images},
                   {"max_image_bytes", limits.max_image_bytes}}},
+                // What a video costs here (docs/video-model.md); requests may lower these.
+                {"video",
+                 {{"pixels_per_token", 32 * 32 * 2},
+                  {"fps", info.video_fps},
+                  {"max_fps", info.video_max_fps},
+                  {"max_frames", info.video_max_frames},
+                  {"max_pixels", info.video_max_pixels},
+                  {"max_videos_per_request", limits.max_videos},
+                  {"max_video_bytes", limits.max_video_bytes}}},
                 {"max_body_bytes", options_.max_body_bytes}};
   props.update(model_description(info));
   const EngineStats stats = engine->stats();

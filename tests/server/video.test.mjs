@@ -63,6 +63,14 @@ test('video_url data URI: video tokens in usage, then the same clip from the fea
   assert.equal(again.choices[0].message.content, first.choices[0].message.content);
 });
 
+test('/props states the video settings', async () => {
+  const props = await (await fetch(`${server.url}/props`)).json();
+  assert.deepEqual(props.video, {
+    pixels_per_token: 2048, fps: 2, max_fps: 8, max_frames: 128, max_pixels: 8388608,
+    max_videos_per_request: 2, max_video_bytes: 64 * 1024 * 1024,
+  });
+});
+
 test('per-request max_frames and fps change the sampling', async () => {
   const two = await ask({ type: 'video_url', video_url: { url: clip, max_frames: 2 } });
   assert.equal(two.usage.prompt_tokens_details.video_tokens, 12);  // one pair
