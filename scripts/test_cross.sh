@@ -119,6 +119,9 @@ TARGET_LIBS=(libgtest-dev libgmock-dev libmicrohttpd-dev libssl-dev libcurl4-ope
 # Documents (PDF, TIFF): aarch64 builds them; the scalar-only ppc64le target builds with
 # -DQVL_DOCUMENTS=OFF (poppler would pull dozens of packages into its sysroot).
 DOCUMENT_LIBS=(libpoppler-cpp-dev libtiff-dev)
+# Video (FFmpeg's libraries): aarch64 builds it (ARM users need video too); ppc64le builds with
+# -DQVL_VIDEO=OFF (FFmpeg's -dev packages would add 168 packages to its 95-package sysroot).
+VIDEO_LIBS=(libavformat-dev libavcodec-dev libswscale-dev libavutil-dev)
 
 install_aarch64() {
   if ! dpkg --print-foreign-architectures | grep -qx arm64; then
@@ -128,7 +131,7 @@ install_aarch64() {
   # :arm64 -dev packages are Multi-Arch: same: apt upgrades the host's amd64 copies of the
   # libraries they share to the same version when needed.
   apt_install crossbuild-essential-arm64 qemu-user qemu-user-static "${TARGET_LIBS[@]/%/:arm64}" \
-    "${DOCUMENT_LIBS[@]/%/:arm64}" \
+    "${DOCUMENT_LIBS[@]/%/:arm64}" "${VIDEO_LIBS[@]/%/:arm64}" \
     nlohmann-json3-dev libcli11-dev
 }
 
@@ -278,8 +281,9 @@ for arch in "${arches[@]}"; do
       install_ppc64le
       SUMMARY+=("ppc64le install: $(($(now) - start)) s")
       export QVL_CROSS_SYSROOT=$PPC64EL_SYSROOT
-      cmake_extra+=(-DQVL_DOCUMENTS=OFF)
+      cmake_extra+=(-DQVL_DOCUMENTS=OFF -DQVL_VIDEO=OFF)
       configure_and_build ppc64le powerpc64le-linux-gnu.cmake
+      unset 'cmake_extra[-1]'
       unset 'cmake_extra[-1]'
       binfmt=0
       setup_binfmt ppc64le && binfmt=1

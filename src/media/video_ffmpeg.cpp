@@ -176,6 +176,7 @@ void FfmpegVideo::scan_packets(Container& container, int64_t declared_frames,
   PacketPtr packet = make_packet();
   int64_t last_end = AV_NOPTS_VALUE;  // presentation end of the latest frame, for the duration
   int read_error = 0;
+  uint64_t packets = 0;
   for (;;) {
     const int got = av_read_frame(format, packet.get());
     if (got < 0) {
@@ -183,6 +184,8 @@ void FfmpegVideo::scan_packets(Container& container, int64_t declared_frames,
       if (got != AVERROR_EOF) read_error = got;
       break;
     }
+    // The read callback stops at the deadline, but packets already buffered need no reads.
+    if ((++packets & 255) == 0) deadline_->check();
     const bool wanted = packet->stream_index == stream_index_ &&
                         !(packet->flags & (AV_PKT_FLAG_DISCARD | AV_PKT_FLAG_CORRUPT));
     if (wanted) {
