@@ -14,37 +14,42 @@
 namespace qvl {
 namespace {
 
-// Frames decoded from a list: each sampled index once, resized to the video's size.
+// Frames decoded from a list: each sampled index once, resized to the video's size as soon as
+// it is decoded, so one full-size frame is held at a time (the size comes from the first one).
 PreprocessedVideo frames_from_list(const VideoInput& in, const VideoPreprocessConfig& config,
                                    const VideoSettings& settings) {
   const int64_t n = static_cast<int64_t>(in.frames.size());
   // A list without a rate is taken as already sampled: at the sampling rate every frame is kept.
   const double rate = in.frames_fps > 0 ? in.frames_fps : config.sampling.fps;
   const std::vector<int64_t> indices = sample_frame_indices(n, rate, config.sampling);
-  std::map<int64_t, RgbImage> decoded;
-  for (int64_t i : indices) {
-    if (decoded.count(i)) continue;
-    const auto& bytes = in.frames[static_cast<size_t>(i)];
-    try {
-      decoded[i] = decode_image(bytes.data(), bytes.size(), settings.frame_limits);
-    } catch (const Error& e) {
-      fail(e.code(), "frame " + std::to_string(i + 1) + ": " + e.what());
-    }
-  }
-  const RgbImage& first = decoded.begin()->second;
-  const ImageSize size =
-      video_frame_size(static_cast<int64_t>(indices.size()), first.width, first.height, config);
+  std::map<int64_t, RgbImage> resized_by_index;
+  int width = 0, height = 0;
+  ImageSize size;
   std::vector<RgbImage> resized;
   for (int64_t i : indices) {
-    const RgbImage& f = decoded[i];
-    if (f.width != first.width || f.height != first.height) {
-      fail(ErrorCode::kInvalidArgument,
-           "frame " + std::to_string(i + 1) + " is " + std::to_string(f.width) + "x" +
-               std::to_string(f.height) + " but the first sampled frame is " +
-               std::to_string(first.width) + "x" + std::to_string(first.height) +
-               "; the frames of a video must have one size");
+    auto done = resized_by_index.find(i);
+    if (done == resized_by_index.end()) {
+      const auto& bytes = in.frames[static_cast<size_t>(i)];
+      RgbImage frame;
+      try {
+        frame = decode_image(bytes.data(), bytes.size(), settings.frame_limits);
+      } catch (const Error& e) {
+        fail(e.code(), "frame " + std::to_string(i + 1) + ": " + e.what());
+      }
+      if (width == 0) {
+        width = frame.width;
+        height = frame.height;
+        size = video_frame_size(static_cast<int64_t>(indices.size()), width, height, config);
+      } else if (frame.width != width || frame.height != height) {
+        fail(ErrorCode::kInvalidArgument,
+             "frame " + std::to_string(i + 1) + " is " + std::to_string(frame.width) + "x" +
+                 std::to_string(frame.height) + " but the first sampled frame is " +
+                 std::to_string(width) + "x" + std::to_string(height) +
+                 "; the frames of a video must have one size");
+      }
+      done = resized_by_index.emplace(i, resize_bicubic(frame, size.width, size.height)).first;
     }
-    resized.push_back(resize_bicubic(f, size.width, size.height));
+    resized.push_back(done->second);
   }
   return video_from_resized_frames(std::move(resized), indices, rate, config);
 }
