@@ -230,5 +230,17 @@ TEST_F(VideoHostile, BadFrameRequests) {
   expect_request_error(many, ErrorCode::kResourceExhausted, "above the limit of 768");
 }
 
+// A build with QVL_VIDEO=OFF answers every video with one clear error (ON builds skip this).
+TEST(VideoBuild, WithoutVideoSupportTheErrorSaysSo) {
+  if (video_supported()) GTEST_SKIP() << "built with QVL_VIDEO=ON";
+  try {
+    VideoSource::open(std::string(100, 'x'));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("built without video support"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace qvl::media
