@@ -3,8 +3,10 @@
 // vision from the mmproj, and the golden greedy tokens (steps whose top-2 margin is large enough
 // for the type's weight rounding).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -13,6 +15,10 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "golden.h"
+#include "model/config.h"
+#include "model/config_json.h"
+#include "model/gguf_config.h"
+#include "model/gguf_weights.h"
 #include "qvl/engine.h"
 
 namespace qvl::testing {
@@ -20,8 +26,18 @@ namespace {
 
 // Writes the golden model as a GGUF pair of `type` into a folder of its own; returns the folder.
 std::string gguf_folder(GgmlType type) {
-  const std::string dir = ::testing::TempDir() + "/qvl_gguf_parity_" + ggml_type_name(type);
+  // Per process and golden folder: parity.* and parity.tiny_b.* run side by side under ctest -j.
+  const std::string dir = ::testing::TempDir() + "/qvl_gguf_parity_" + std::to_string(::getpid()) +
+                          "_" + ggml_type_name(type);
   EXPECT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  // Removed when the test program ends.
+  static struct Cleanup {
+    std::vector<std::string> dirs;
+    ~Cleanup() {
+      for (const std::string& d : dirs) std::filesystem::remove_all(d);
+    }
+  } cleanup;
+  cleanup.dirs.push_back(dir);
   TinyGgufWriter(golden_dir(), type)
       .write(dir + "/model-" + ggml_type_name(type) + ".gguf",
              dir + "/mmproj-" + ggml_type_name(type) + ".gguf");
@@ -112,12 +128,30 @@ namespace {
 // Pairs written by llama.cpp's own converter (scripts/make_gguf_fixtures.sh, from the golden
 // model): QVL_GGUF_FIXTURES names its output folder. The script needs npm and Debian's Python
 // packages (numpy, torch, tqdm, sentencepiece), so without the folder this test is skipped.
-TEST(GgufConverterParity, ConverterPairsGiveTheGoldens) {
+// The fixtures' folder when it holds `pair` made from this golden model; else "" and why not
+// (the same tests also run on other golden folders, parity.tiny_b.*).
+std::string fixtures_for_golden(const std::string& pair, std::string* why) {
   const char* env = std::getenv("QVL_GGUF_FIXTURES");
   const std::string dir = env ? env : "";
-  if (dir.empty() || !file_exists(dir + "/f16/model.gguf")) {
-    GTEST_SKIP() << "QVL_GGUF_FIXTURES does not name the output of scripts/make_gguf_fixtures.sh";
+  if (dir.empty() || !file_exists(dir + "/" + pair + "/model.gguf")) {
+    *why = "QVL_GGUF_FIXTURES does not name the output of scripts/make_gguf_fixtures.sh with its " +
+           pair + " pair";
+    return "";
   }
+  const GgufPair gguf{GgufFile::open(dir + "/" + pair + "/model.gguf"),
+                      GgufFile::open(dir + "/" + pair + "/mmproj.gguf")};
+  if (model_config_json(gguf_model_config(gguf.text, gguf.vision)) !=
+      model_config_json(load_model_config(golden_dir()))) {
+    *why = "the fixtures in " + dir + " were made from another model than " + golden_dir();
+    return "";
+  }
+  return dir;
+}
+
+TEST(GgufConverterParity, ConverterPairsGiveTheGoldens) {
+  std::string why;
+  const std::string dir = fixtures_for_golden("f16", &why);
+  if (dir.empty()) GTEST_SKIP() << why;
   for (const auto& [type, quant, margin] :
        std::vector<std::tuple<std::string, std::string, float>>{{"f16", "exact", 1e-3f},
                                                                 {"bf16", "exact", 1e-3f},
@@ -132,12 +166,9 @@ TEST(GgufConverterParity, ConverterPairsGiveTheGoldens) {
 // llama-quantize's Q4_K_M of the F16 model (the tiny model's rows are narrower than 256, so it
 // holds its fallback types) runs exact on the dequantized weights and in q8 from them.
 TEST(GgufConverterParity, QuantizedPairGivesTheGoldensWhereTheMarginAllows) {
-  const char* env = std::getenv("QVL_GGUF_FIXTURES");
-  const std::string dir = env ? env : "";
-  if (dir.empty() || !file_exists(dir + "/q4_k_m/model.gguf")) {
-    GTEST_SKIP() << "QVL_GGUF_FIXTURES does not name the output of scripts/make_gguf_fixtures.sh "
-                    "with its q4_k_m pair";
-  }
+  std::string why;
+  const std::string dir = fixtures_for_golden("q4_k_m", &why);
+  if (dir.empty()) GTEST_SKIP() << why;
   for (const std::string quant : {"exact", "q8"}) {
     SCOPED_TRACE(quant);
     auto engine = load(dir + "/q4_k_m/model.gguf", dir + "/q4_k_m/mmproj.gguf", quant);
