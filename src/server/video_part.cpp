@@ -1,5 +1,6 @@
 #include "server/video_part.h"
 
+#include <chrono>
 #include <cmath>
 
 #include "base/base64.h"
@@ -192,8 +193,18 @@ ContentPart parse_video_part(const json& part, const std::string& param, const M
 
 void fetch_remote_videos(ChatRequest& chat, const RemoteFetchOptions& options,
                          const RequestLimits& limits) {
+  // One deadline for all of a request's video downloads (a frame list may name hundreds).
+  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
   for (const RemoteVideo& remote : chat.remote_videos) {
     RemoteFetchOptions o = options;
+    o.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (o.timeout.count() <= 0) {
+      fail_request(remote.param,
+                   "downloading the video took longer than " +
+                       std::to_string(options.timeout.count()) + " ms",
+                   "fetch_timeout");
+    }
     o.max_bytes = remote.frame_index < 0 ? limits.max_video_bytes : limits.max_image_bytes;
     std::vector<uint8_t> bytes = fetch_remote_image(remote.url, o, remote.param);
     VideoInput& video = chat.generation.videos[static_cast<size_t>(remote.video_index)];
