@@ -273,6 +273,12 @@ void add_serve_command(CLI::App& app) {
                    "Image token budget of a document page (detail=auto)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{4}, int64_t{16384}));
+  serve
+      ->add_option("--document-renders", o.limits.documents.concurrent_renders,
+                   "Documents rendering at once (others wait up to --max-document-seconds, "
+                   "then get 503)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   serve->add_option("--ctx-size", o.engine.max_context, "Context length (0 = the model's)")
       ->capture_default_str();
   serve

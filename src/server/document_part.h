@@ -25,6 +25,7 @@ struct DocumentRequestLimits {
   int64_t page_tokens = media::kDocumentPageTokens;  // detail "auto" (or absent)
   int64_t high_detail_page_tokens = 2048;            // detail "high"
   size_t max_documents = 4;                          // file parts per request
+  int concurrent_renders = 2;  // documents rendering at once in the server (server/render_gate.h)
 };
 
 }  // namespace qvl::server

@@ -1,6 +1,7 @@
 #include "server/file_part.h"
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -10,6 +11,7 @@
 #include "media/bmp_encode.h"
 #include "media/page_ranges.h"
 #include "server/api_error.h"
+#include "server/render_gate.h"
 
 namespace qvl::server {
 namespace {
@@ -293,6 +295,16 @@ ContentPart parse_file_part(const json& part, const std::string& param, const Re
 void expand_documents(ChatRequest& chat, const RequestLimits& limits) {
   if (chat.documents.empty()) return;
   std::vector<ImageInput>& images = chat.generation.images;
+  // One server-wide gate, sized by the first request's limits (they are the server's).
+  static RenderGate gate(std::max(limits.documents.concurrent_renders, 1));
+  const auto wait =
+      std::chrono::milliseconds(static_cast<int64_t>(limits.documents.render.max_seconds * 1000));
+  const RenderGate::Ticket ticket = gate.enter(wait);
+  if (!ticket.held()) {
+    throw ApiError(503, "server_error",
+                   "the server is busy rendering other documents; retry the request", "",
+                   "documents_busy");
+  }
   int64_t left = limits.max_total_image_tokens;
   for (const ImageInput& image : images) left -= image.max_tokens;
   std::vector<std::vector<ContentPart>> pages(chat.documents.size());
