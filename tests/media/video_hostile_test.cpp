@@ -154,6 +154,19 @@ TEST_F(VideoHostile, HugeDeclaredDimensions) {
   put_be16(bytes, entry + 28, 60000);  // the sample entry's width and height
   put_be16(bytes, entry + 30, 60000);
   expect_error(bytes, ErrorCode::kResourceExhausted, "60000x60000");
+  // Decompression bombs: a few KB declaring a huge canvas, refused before anything is allocated.
+  std::string gif = testing::make_clip(testing::gif_clip());
+  gif[6] = gif[8] = char(0x80);  // logical screen 16000x16000 (little-endian 0x3E80)
+  gif[7] = gif[9] = char(0x3E);
+  expect_error(gif, ErrorCode::kResourceExhausted, "16000x16000");
+  std::string webp = testing::make_clip(testing::webp_clip());
+  ASSERT_EQ(webp.substr(12, 4), "VP8X");
+  for (const int at : {24, 27}) {  // canvas width - 1 and height - 1, 24-bit little-endian
+    webp[at] = char(0xDF);         // 11999: a 12000x12000 canvas
+    webp[at + 1] = char(0x2E);
+    webp[at + 2] = 0;
+  }
+  expect_error(webp, ErrorCode::kResourceExhausted, "12000x12000");
 }
 
 TEST_F(VideoHostile, FramesAbovePixelLimit) {
