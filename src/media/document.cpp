@@ -83,6 +83,9 @@ Document read_document(std::string_view bytes, DocumentType type, const Document
   if (options.rotate % 90 != 0 || options.rotate < 0 || options.rotate >= 360) {
     fail(ErrorCode::kInvalidArgument, "rotate must be 0, 90, 180 or 270");
   }
+  if (type == DocumentType::kTiff && options.text) {
+    fail(ErrorCode::kInvalidArgument, "a TIFF scan has no text layer (text is for PDFs)");
+  }
   if (options.page_max_tokens < 1 || options.page_min_tokens < 0 ||
       options.page_min_tokens > options.page_max_tokens || options.total_max_tokens < 1) {
     fail(ErrorCode::kInvalidArgument, "bad page token budget");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "image/exif_orientation.h"
 #include "image/resize.h"
 #include "media/document_jobs.h"
 #include "media/worker_frames.h"
@@ -115,7 +116,13 @@ void run_tiff_job(std::string_view params, std::string_view input, WorkerOutput&
     if (!TIFFSetDirectory(tiff.get(), static_cast<tdir_t>(number - 1))) {
       fail(ErrorCode::kInvalidArgument, page_error(number, "it cannot be read"));
     }
-    const RgbImage page = decode_page(tiff.get(), number, sized);
+    // The requested extra rotation, as EXIF orientations: 6 = 90, 3 = 180, 8 = 270 clockwise.
+    const int orientation = sized.rotate == 90    ? 6
+                            : sized.rotate == 180 ? 3
+                            : sized.rotate == 270 ? 8
+                                                  : 1;
+    const RgbImage page =
+        apply_exif_orientation(decode_page(tiff.get(), number, sized), orientation);
     const ImageSize size =
         smart_resize(page.height, page.width, 32, sized.min_pixels, sized.max_pixels);
     const RgbImage sized = resize_bicubic(page, size.width, size.height);

@@ -210,6 +210,14 @@ std::vector<ContentPart> render_pages(const DocumentPart& document, const Reques
     parts.push_back({ContentPart::Kind::kText, marker + ":\n", -1});
     ImageInput image;
     image.bytes = media::encode_bmp(page.image);
+    if (image.bytes.size() > limits.max_image_bytes) {
+      fail_request(document.param,
+                   "page " + std::to_string(page.number) + " renders to " +
+                       std::to_string(image.bytes.size() >> 20) +
+                       " MiB, above the image limit (--max-image-mb); lower the "
+                       "page budget (--document-page-tokens or detail)",
+                   "document_limit_exceeded");
+    }
     // The page is already at its budget in 32-pixel blocks: the image path keeps it as it is.
     image.max_tokens = int64_t{page.image.width} * page.image.height / kPixelsPerToken;
     image.min_tokens = image.max_tokens;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "image/exif_orientation.h"
 #include "image/resize.h"
 #include "image/smart_resize.h"
 #include "media/document.h"
@@ -128,6 +129,31 @@ TEST(TiffRender, SelectionAndTheStoredSizeLimit) {
     EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted);
     EXPECT_EQ(std::string(e.what()),
               "page 2 of the TIFF: 500 x 500 pixels is more than the limit of 200000");
+  }
+}
+
+TEST(TiffRender, ExtraRotationTurnsThePage) {
+  const Scan scan = make_scan(300, 200, 3);
+  DocumentOptions options;
+  options.rotate = 90;
+  const Document turned = read_document(write_tiff({scan}), DocumentType::kTiff, options, {});
+  const RgbImage upright = apply_exif_orientation(expected_rgb(scan), 6);  // 90 clockwise
+  const ImageSize size =
+      smart_resize(upright.height, upright.width, 32, 0, kDocumentPageTokens * 1024);
+  EXPECT_EQ(turned.pages[0].image.width, size.width);
+  EXPECT_EQ(turned.pages[0].image.height, size.height);
+  EXPECT_TRUE(turned.pages[0].image.pixels ==
+              resize_bicubic(upright, size.width, size.height).pixels);
+}
+
+TEST(TiffRender, ATextLayerIsRefused) {
+  DocumentOptions options;
+  options.text = true;
+  try {
+    read_document(write_tiff({make_scan(30, 20, 3)}), DocumentType::kTiff, options, {});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "a TIFF scan has no text layer (text is for PDFs)");
   }
 }
 
