@@ -59,16 +59,20 @@ server::ChatRequest BatchItemRunner::translate(const json& body) const {
   return chat;
 }
 
-std::vector<uint8_t> BatchItemRunner::read_file_image(const std::string& url) const {
+std::vector<uint8_t> BatchItemRunner::read_file_image(const std::string& url, size_t max_bytes,
+                                                      const char* what) const {
+  if (max_bytes == 0) max_bytes = limits_.max_image_bytes;
   std::string path = url.substr(7);  // after file://
   if (!path.empty() && path[0] != '/' && !base_dir_.empty()) path = base_dir_ + "/" + path;
   const MappedFile file(path);
-  if (file.size() > limits_.max_image_bytes) {
-    fail(ErrorCode::kResourceExhausted, "image '" + path + "' is " + std::to_string(file.size()) +
-                                            " bytes; the limit is " +
-                                            std::to_string(limits_.max_image_bytes));
+  if (file.size() > max_bytes) {
+    fail(ErrorCode::kResourceExhausted, std::string(what) + " '" + path + "' is " +
+                                            std::to_string(file.size()) + " bytes; the limit is " +
+                                            std::to_string(max_bytes));
   }
-  if (file.size() == 0) fail(ErrorCode::kInvalidArgument, "image '" + path + "' is empty");
+  if (file.size() == 0) {
+    fail(ErrorCode::kInvalidArgument, std::string(what) + " '" + path + "' is empty");
+  }
   return {file.data(), file.data() + file.size()};
 }
 
@@ -94,6 +98,18 @@ std::optional<BatchLine> BatchItemRunner::run(const BatchItem& item,
                              "invalid_image_url");
       }
       chat.generation.images[image.image_index].bytes = read_file_image(image.url);
+    }
+    for (const server::RemoteVideo& video : chat.remote_videos) {  // file:// only here
+      if (video.url.rfind("file://", 0) != 0) {
+        server::fail_request(video.param, "qvl batch reads file:// and data: video URLs only",
+                             "invalid_video_url");
+      }
+      VideoInput& in = chat.generation.videos[static_cast<size_t>(video.video_index)];
+      if (video.frame_index < 0) {
+        in.bytes = read_file_image(video.url, limits_.max_video_bytes, "video");
+      } else {
+        in.frames[static_cast<size_t>(video.frame_index)] = read_file_image(video.url);
+      }
     }
     server::expand_documents(chat, limits_);  // `file` parts (data URIs): PDF and TIFF pages
     const GenerationResult result = engine_.generate(chat.generation, {}, &cancel);

@@ -35,7 +35,9 @@ class BatchItemRunner {
   std::optional<BatchLine> run(const BatchItem& item, const std::atomic<bool>& cancel);
 
  private:
-  std::vector<uint8_t> read_file_image(const std::string& url) const;
+  // A file:// URL's file (relative to the requests file), refused above max_bytes before reading.
+  std::vector<uint8_t> read_file_image(const std::string& url, size_t max_bytes = 0,
+                                       const char* what = "image") const;
 
   Engine& engine_;
   nlohmann::json defaults_;

@@ -127,6 +127,10 @@ std::vector<uint8_t> read_url(const json& url, const std::string& param, size_t 
     out.remote_videos.push_back(RemoteVideo{video, frame, text, param});
     return {};
   }
+  if (limits.allow_file_urls && text.rfind("file://", 0) == 0) {  // `qvl batch` reads these
+    out.remote_videos.push_back(RemoteVideo{video, frame, text, param});
+    return {};
+  }
   fail_request(param, "a video URL must be a data URI (data:video/mp4;base64,...) or http(s) URL",
                "invalid_video_url");
 }

@@ -6,7 +6,8 @@
 // as frames at "fps" per second (default: already at the sampling rate, all kept up to
 // max_frames). max_frames and max_pixels (all frames together) may lower the server's limits.
 // Data URIs always; http(s) URLs only with remote images enabled, under the same checks
-// (listed in ChatRequest::remote_videos for the endpoint to fetch). Errors are 400 ApiErrors.
+// (listed in ChatRequest::remote_videos for the endpoint to fetch), file:// URLs with
+// RequestLimits::allow_file_urls (listed there too, for `qvl batch` to read). Errors are 400s.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -30,4 +30,19 @@ if run --video "$OUT/broken.mp4" "What happens?" > "$OUT/broken.out" 2> "$OUT/br
 fi
 grep -q "video 1: " "$OUT/broken.err" || { echo "no clear error:"; cat "$OUT/broken.err"; exit 1; }
 [ "$(wc -l < "$OUT/broken.err")" -le 2 ] || { echo "error is not one line:"; cat "$OUT/broken.err"; exit 1; }
+# qvl batch over a requests file naming the clip (file://, relative to the file) and a missing one.
+cat > "$OUT/requests.jsonl" <<'LINES'
+{"custom_id": "clip", "max_tokens": 2, "messages": [{"role": "user", "content": [{"type": "video_url", "video_url": {"url": "file://clip.mp4"}}, {"type": "text", "text": "What happens?"}]}]}
+{"custom_id": "missing", "max_tokens": 2, "messages": [{"role": "user", "content": [{"type": "video_url", "video_url": "file://nope.mp4"}, {"type": "text", "text": "?"}]}]}
+LINES
+"$QVL" --log-level warn batch -m "$MODEL" --requests "$OUT/requests.jsonl" -o "$OUT/batch.jsonl" \
+  > /dev/null 2>&1 || true
+node -e '
+const lines = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
+const clip = lines.find(l => l.id === "clip"), missing = lines.find(l => l.id === "missing");
+if (!clip || clip.error || clip.usage.prompt_tokens_details.video_tokens !== 24)
+  throw new Error("batch clip: " + JSON.stringify(clip));
+if (!missing || !missing.error || !/nope.mp4/.test(missing.error.message))
+  throw new Error("batch missing file: " + JSON.stringify(missing));
+' "$OUT/batch.jsonl"
 echo OK
