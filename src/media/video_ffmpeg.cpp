@@ -340,6 +340,11 @@ void FfmpegVideo::decode(const FrameRequest& request,
         pts = decoded_index + 1 < int64_t(frame_pts_.size()) ? frame_pts_[size_t(decoded_index + 1)]
                                                              : frame_pts_.back();
       }
+      if (pts < frame_pts_.front()) {
+        // Before the first frame of the table (a frame an edit list cuts away): not a frame.
+        av_frame_unref(frame.get());
+        continue;
+      }
       const int64_t index = index_of(pts, decoded_index);
       if (sought_for >= 0 && index > sought_for && !seek_back_to_start) {
         // The seek landed after the wanted frame (an index entry far off its picture): decode

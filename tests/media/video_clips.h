@@ -264,6 +264,13 @@ inline ClipSpec long_mp4() {
 
 // A clip with a display matrix turning it clockwise by `degrees` (set on a stream copy, which is
 // where FFmpeg 5.1's muxer writes the legacy "rotate" tag as a matrix).
+// The H.264 clip cut at 1.0 s by a stream copy: it starts at the keyframe before (frame 8) with an
+// edit list that hides frames 8 and 9, so the file declares 17 frames and shows 15 (10..24).
+inline std::string edit_list_mp4() {
+  make_clip(mp4_h264());
+  return make_file("edit_list.mp4", "-ss 1.0 -i '" + clip_path(mp4_h264()).string() + "' -c copy");
+}
+
 inline std::string rotated_mp4_args(int degrees) {
   return "-i '" + clip_path(mp4_h264()).string() +
          "' -c copy -metadata:s:v:0 rotate=" + std::to_string(degrees);

@@ -128,6 +128,20 @@ TEST_F(VideoDecode, VariableFrameRateIndexesFramesNotTime) {
   EXPECT_NEAR(frames[2].time_s, 2.4, 1e-3);
 }
 
+TEST_F(VideoDecode, EditListHidesTheFramesItCuts) {
+  VideoSource video = VideoSource::open(testing::edit_list_mp4());
+  const VideoInfo& info = video.info();
+  EXPECT_EQ(info.frame_count, 15);  // the header says 17: the two cut frames are not frames
+  EXPECT_EQ(info.frame_count_source, "counted");
+  const auto frames = video.frames_at({0, 1, 7, 14});
+  EXPECT_EQ(read_frame_code(frames[0].image), 10);
+  EXPECT_EQ(read_frame_code(frames[1].image), 11);
+  EXPECT_EQ(read_frame_code(frames[2].image), 17);
+  EXPECT_EQ(read_frame_code(frames[3].image), 24);
+  EXPECT_NEAR(frames[0].time_s, 0.0, 1e-9);
+  EXPECT_NEAR(frames[3].time_s, 1.4, 1e-3);
+}
+
 TEST_F(VideoDecode, RepeatedTimestampsKeepFramesApart) {
   const testing::ClipSpec spec = testing::repeated_pts_mp4();
   VideoSource video = VideoSource::open(make_clip(spec));
