@@ -129,20 +129,25 @@ class FfmpegVideo final : public VideoSource::Decoder {
     if (time_base_.num <= 0 || time_base_.den <= 0) {
       fail(ErrorCode::kCorrupt, "the video stream has no valid time base");
     }
-    check_frame_size(par.width, par.height, limits_);
+    info_.codec = decoder_for(par.codec_id)->codec;
     stored_width_ = par.width;
     stored_height_ = par.height;
+    if (stored_width_ <= 0 || stored_height_ <= 0) {
+      // Some muxers leave the size to the bitstream (MPEG-4 Part 2 in MOV): the first frame
+      // tells it, and the decoder's max_pixels bounds that frame.
+      first_frame_size();
+    }
+    check_frame_size(stored_width_, stored_height_, limits_);
     // What the container declares, checked before the packet pass reads anything.
     if (st->duration > 0) check_duration(seconds_of(st->duration, time_base_), limits_);
     if (format->duration > 0) check_duration(double(format->duration) / AV_TIME_BASE, limits_);
     if (st->nb_frames > kMaxStreamFrames) check_stream_frames(st->nb_frames);
 
     info_.container = container.name();
-    info_.codec = decoder_for(par.codec_id)->codec;
     info_.rotation_degrees = display_rotation(st);
     const bool sideways = info_.rotation_degrees % 180 != 0;
-    info_.width = sideways ? par.height : par.width;
-    info_.height = sideways ? par.width : par.height;
+    info_.width = sideways ? stored_height_ : stored_width_;
+    info_.height = sideways ? stored_width_ : stored_height_;
     seekable_ = container.seekable();
     scan_packets(container, st->nb_frames, st->avg_frame_rate);
   }
@@ -153,6 +158,7 @@ class FfmpegVideo final : public VideoSource::Decoder {
 
  private:
   void scan_packets(Container& container, int64_t declared_frames, AVRational average_rate);
+  void first_frame_size();
   CodecPtr open_codec(const AVStream* st) const;
   int64_t index_of(int64_t pts, int64_t decoded_index) const;
 
@@ -227,6 +233,34 @@ void FfmpegVideo::scan_packets(Container& container, int64_t declared_frames,
   // frames found; otherwise frames over duration.
   const double measured = double(count) / duration;
   info_.fps = rate > 0 && std::fabs(rate - measured) <= 0.01 * measured ? rate : measured;
+}
+
+void FfmpegVideo::first_frame_size() {
+  Container container(bytes_, *deadline_);
+  AVFormatContext* format = container.format();
+  keep_only(format, stream_index_);
+  CodecPtr codec = open_codec(format->streams[stream_index_]);
+  PacketPtr packet = make_packet();
+  FramePtr frame = make_frame();
+  for (int packets = 0; packets < kMaxPacketErrors; ++packets) {
+    deadline_->check();
+    const int got = av_read_frame(format, packet.get());
+    if (got < 0) {
+      deadline_->check();
+      avcodec_send_packet(codec.get(), nullptr);
+    } else if (packet->stream_index == stream_index_) {
+      avcodec_send_packet(codec.get(), packet.get());
+    }
+    av_packet_unref(packet.get());
+    if (avcodec_receive_frame(codec.get(), frame.get()) == 0) {
+      stored_width_ = frame->width;
+      stored_height_ = frame->height;
+      return;
+    }
+    if (got < 0) break;
+  }
+  fail(ErrorCode::kCorrupt,
+       "the video stream declares no frame size and its first frame cannot be decoded");
 }
 
 CodecPtr FfmpegVideo::open_codec(const AVStream* st) const {

@@ -223,6 +223,20 @@ inline ClipSpec webm_vp9() {
           21,         10, "-c:v libvpx-vp9 -crf 10 -b:v 0 -deadline realtime -cpu-used 8 -g 8",
           ""};
 }
+inline ClipSpec mp4_hevc() {
+  return {"hevc.mp4",
+          64,
+          48,
+          12,
+          10,
+          "-c:v libx265 -preset ultrafast -x265-params log-level=none -crf 8 -pix_fmt yuv420p "
+          "-tag:v hvc1",
+          ""};
+}
+// MPEG-4 Part 2 in MOV: the sample entry leaves the frame size to the bitstream.
+inline ClipSpec mov_mpeg4() {
+  return {"mpeg4.mov", 64, 48, 12, 10, "-c:v mpeg4 -q:v 2", ""};
+}
 inline ClipSpec mkv_av1() {
   return {"av1.mkv", 64, 48, 10, 10, "-c:v libaom-av1 -cpu-used 8 -crf 20 -g 5", ""};
 }

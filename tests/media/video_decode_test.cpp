@@ -85,6 +85,8 @@ INSTANTIATE_TEST_SUITE_P(
                       FormatCase{testing::webm_vp8, "webm", "vp8", "counted"},
                       FormatCase{testing::webm_vp9, "webm", "vp9", "counted"},
                       FormatCase{testing::mkv_av1, "matroska", "av1", "counted"},
+                      FormatCase{testing::mp4_hevc, "mp4", "hevc", "header"},
+                      FormatCase{testing::mov_mpeg4, "mov", "mpeg4", "header"},
                       FormatCase{testing::gif_clip, "gif", "gif", "header"},
                       FormatCase{testing::webp_clip, "webp", "webp", "header"},
                       FormatCase{testing::portrait_mp4, "mp4", "h264", "header"}),
