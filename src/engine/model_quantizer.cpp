@@ -24,18 +24,33 @@ constexpr const char* kEmbeddedFiles[] = {
     "config.json",           "generation_config.json", "preprocessor_config.json",
     "tokenizer_config.json", "chat_template.json",     "chat_template.jinja"};
 
+// What was written (the compact tokenizer is not one of the embedded files).
+QuantizeSummary summary_of(const PackedFileSummary& written, const PackedFileExtras& extras,
+                           const std::string& out_path) {
+  QuantizeSummary summary;
+  summary.packed_matrices = written.packed_matrices;
+  summary.stored_tensors = written.stored_tensors;
+  summary.embedded_files = extras.blobs.size() - 1;
+  summary.file_bytes = static_cast<size_t>(std::filesystem::file_size(out_path));
+  return summary;
+}
+
+// The exact path computes on the stored weights: there is nothing to pre-pack.
+void require_packable(const std::string& quant) {
+  if (ops::parse_quant_type(quant) == ops::QuantType::kExact) {
+    fail(ErrorCode::kInvalidArgument,
+         "exact cannot be pre-packed (it computes on the model's stored weights); use bf16, q8 "
+         "or q4");
+  }
+}
+
 }  // namespace
 
 QuantizeSummary quantize_model_folder(const std::string& model_dir, const std::string& quant,
                                       const std::string& out_path,
                                       const std::string& vision_quant) {
   require_model_folder(model_dir);
-  const ops::QuantType type = ops::parse_quant_type(quant);  // fail before any slow work
-  if (type == ops::QuantType::kExact) {
-    fail(ErrorCode::kInvalidArgument,
-         "exact cannot be pre-packed (it computes on the folder's stored weights); use bf16, q8 "
-         "or q4");
-  }
+  require_packable(quant);                    // fail before any slow work
   weight_types_for(quant, "", vision_quant);  // fail before any slow work
   PackedFileExtras extras;
   for (const char* name : kEmbeddedFiles) {
@@ -60,21 +75,13 @@ QuantizeSummary quantize_model_folder(const std::string& model_dir, const std::s
 
   const PackedFileSummary written =
       write_packed_model_file(model_dir, quant, out_path, extras, vision_quant);
-  QuantizeSummary summary;
-  summary.packed_matrices = written.packed_matrices;
-  summary.stored_tensors = written.stored_tensors;
-  summary.embedded_files = extras.blobs.size() - 1;
-  summary.file_bytes = static_cast<size_t>(std::filesystem::file_size(out_path));
-  return summary;
+  return summary_of(written, extras, out_path);
 }
 
 QuantizeSummary quantize_gguf_pair(const std::string& text_path, const std::string& mmproj_path,
                                    const std::string& quant, const std::string& out_path,
                                    const std::string& vision_quant) {
-  const ops::QuantType type = ops::parse_quant_type(quant);  // fail before any slow work
-  if (type == ops::QuantType::kExact) {
-    fail(ErrorCode::kInvalidArgument, "exact cannot be pre-packed; use bf16, q8 or q4");
-  }
+  require_packable(quant);  // fail before any slow work
   const WeightTypes types = weight_types_for(quant, "", vision_quant);
   const GgufPairPaths paths = gguf_pair_for(text_path, mmproj_path);
   const std::shared_ptr<GgufPair> pair = open_gguf_pair(paths);
@@ -98,12 +105,7 @@ QuantizeSummary quantize_gguf_pair(const std::string& text_path, const std::stri
   const WeightStore store = gguf_weight_store(pair, files.config, nullptr, packing);
   const PackedFileSummary written =
       write_packed_store_file(files.config, store, quant, out_path, extras, vision_quant);
-  QuantizeSummary summary;
-  summary.packed_matrices = written.packed_matrices;
-  summary.stored_tensors = written.stored_tensors;
-  summary.embedded_files = extras.blobs.size() - 1;
-  summary.file_bytes = static_cast<size_t>(std::filesystem::file_size(out_path));
-  return summary;
+  return summary_of(written, extras, out_path);
 }
 
 }  // namespace qvl

@@ -14,6 +14,7 @@
 #include "model/config.h"
 #include "model/model_size.h"
 #include "qvl/engine.h"
+#include "same_answers.h"
 
 namespace qvl {
 namespace {
@@ -36,45 +37,11 @@ struct TempDir {
   const std::string path;
 };
 
+const std::string kImage = kTiny + "/images/a_iv_shapes_256x200.png";
+
 std::unique_ptr<Engine> load(const std::string& model, const std::string& quant,
                              const std::string& mmproj = "") {
-  EngineOptions o;
-  o.model_dir = model;
-  o.quant = quant;
-  o.mmproj = mmproj;
-  return Engine::load(o);
-}
-
-std::vector<GenerationRequest> requests() {
-  GenerationRequest text;
-  text.messages.push_back(
-      {"user", true, {{ContentPart::Kind::kText, "Describe a sunny day in three words.", -1}}});
-  text.sampling.temperature = 0;
-  text.sampling.max_tokens = 10;
-  text.sampling.ignore_eos = true;
-  GenerationRequest image = text;
-  image.messages[0].content_is_string = false;
-  image.messages[0].parts.insert(image.messages[0].parts.begin(),
-                                 {ContentPart::Kind::kImage, "", 0});
-  const MappedFile png(kTiny + "/images/a_iv_shapes_256x200.png");
-  image.images.push_back({std::vector<uint8_t>(png.data(), png.data() + png.size()), 0, 0});
-  GenerationRequest sampled = text;  // seeded sampling depends on every logit, not just the top
-  sampled.sampling.temperature = 0.8f;
-  sampled.sampling.seed = 5;
-  return {text, image, sampled};
-}
-
-void expect_same_answers(Engine& a, Engine& b) {
-  for (const GenerationRequest& r : requests()) {
-    const GenerationResult x = a.generate(r);
-    const GenerationResult y = b.generate(r);
-    EXPECT_EQ(y.prompt_ids, x.prompt_ids);
-    EXPECT_EQ(y.completion_ids, x.completion_ids);
-    EXPECT_EQ(y.text, x.text);
-    EXPECT_EQ(y.stats.image_tokens, x.stats.image_tokens);
-  }
-  const std::string text = "<|im_start|>héllo wörld 123<|im_end|>";
-  EXPECT_EQ(b.tokenize(text), a.tokenize(text));
+  return testing::load_engine(model, quant, "", mmproj);
 }
 
 TEST(GgufQuantize, PrePackedFileAnswersAsThePair) {
@@ -103,7 +70,7 @@ TEST(GgufQuantize, PrePackedFileAnswersAsThePair) {
       EXPECT_EQ(packed->info().default_sampling.top_k, pair->info().default_sampling.top_k);
       EXPECT_EQ(packed->info().weights, pair->info().weights);
       EXPECT_EQ(packed->info().vision_weights, pair->info().vision_weights);
-      expect_same_answers(*pair, *packed);
+      testing::expect_same_answers(*pair, *packed, kImage);
     }
   }
 }

@@ -11,6 +11,7 @@
 #include "engine/loaded_model.h"
 #include "engine/model_quantizer.h"
 #include "qvl/engine.h"
+#include "same_answers.h"
 
 namespace qvl {
 namespace {
@@ -23,32 +24,11 @@ std::string temp_path(const std::string& name) {
   return dir + "/" + name;
 }
 
+const std::string kImage = kTiny + "/images/a_iv_shapes_256x200.png";
+
 std::unique_ptr<Engine> load(const std::string& model, const std::string& quant,
                              const std::string& vision_quant = "") {
-  EngineOptions o;
-  o.model_dir = model;
-  o.quant = quant;
-  o.vision_quant = vision_quant;
-  return Engine::load(o);
-}
-
-std::vector<GenerationRequest> requests() {
-  GenerationRequest text;
-  text.messages.push_back(
-      {"user", true, {{ContentPart::Kind::kText, "Describe a sunny day in three words.", -1}}});
-  text.sampling.temperature = 0;
-  text.sampling.max_tokens = 12;
-  text.sampling.ignore_eos = true;
-  GenerationRequest image = text;
-  image.messages[0].content_is_string = false;
-  image.messages[0].parts.insert(image.messages[0].parts.begin(),
-                                 {ContentPart::Kind::kImage, "", 0});
-  const MappedFile png(kTiny + "/images/a_iv_shapes_256x200.png");
-  image.images.push_back({std::vector<uint8_t>(png.data(), png.data() + png.size()), 0, 0});
-  GenerationRequest sampled = text;  // seeded sampling depends on every logit, not just the top
-  sampled.sampling.temperature = 0.8f;
-  sampled.sampling.seed = 11;
-  return {text, image, sampled};
+  return testing::load_engine(model, quant, vision_quant);
 }
 
 TEST(PackedModel, SameAnswersAsTheFolderForEveryQuant) {
@@ -64,16 +44,7 @@ TEST(PackedModel, SameAnswersAsTheFolderForEveryQuant) {
     EXPECT_EQ(from_file->info().context_length, from_folder->info().context_length);
     EXPECT_EQ(from_file->info().default_sampling.temperature,
               from_folder->info().default_sampling.temperature);
-    for (const GenerationRequest& r : requests()) {
-      const GenerationResult a = from_folder->generate(r);
-      const GenerationResult b = from_file->generate(r);
-      EXPECT_EQ(b.prompt_ids, a.prompt_ids);
-      EXPECT_EQ(b.completion_ids, a.completion_ids);
-      EXPECT_EQ(b.text, a.text);
-      EXPECT_EQ(b.stats.image_tokens, a.stats.image_tokens);
-    }
-    const std::string text = "<|im_start|>héllo wörld 123<|im_end|>";
-    EXPECT_EQ(from_file->tokenize(text), from_folder->tokenize(text));
+    testing::expect_same_answers(*from_folder, *from_file, kImage);
     // Asking for the stored type explicitly is the same as omitting it.
     EXPECT_NO_THROW(load(file, quant));
   }
@@ -119,7 +90,7 @@ TEST(PackedModel, Q8VisionFileAnswersAsTheFolder) {
   EXPECT_EQ(from_file->info().vision_weights, "q8");
   EXPECT_EQ(from_folder->info().vision_weights, "q8");
   EXPECT_EQ(load(kTiny, "q8")->info().vision_weights, "bf16");  // the default
-  const GenerationRequest image = requests()[1];
+  const GenerationRequest image = testing::answer_requests(kImage)[1];
   const Engine::ImageEmbeddings a = from_folder->embed_image(image.images[0]);
   const Engine::ImageEmbeddings b = from_file->embed_image(image.images[0]);
   EXPECT_GT(a.tokens, 0);
