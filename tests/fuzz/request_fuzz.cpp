@@ -17,8 +17,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   model.vocab_size = 151936;
   model.image_min_tokens = 16;
   model.image_max_tokens = 1024;
+  model.video_fps = 2;  // video parts are parsed (a model without video settings refuses them)
+  model.video_max_fps = 8;
+  model.video_max_frames = 16;
+  model.video_max_pixels = 1 << 20;
   qvl::server::RequestLimits limits;
   limits.max_image_bytes = 1 << 16;
+  limits.max_video_bytes = 1 << 16;
+  limits.max_video_list_frames = 8;
   limits.allow_remote_images = (size & 1) != 0;
   try {
     const qvl::server::ChatRequest chat = qvl::server::parse_chat_request(body, model, limits);
@@ -30,6 +36,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       image_tokens += image.max_tokens;
     }
     if (image_tokens > limits.max_total_image_tokens) __builtin_trap();
+    if (chat.generation.videos.size() > limits.max_videos) __builtin_trap();
+    for (const auto& video : chat.generation.videos) {
+      if (video.bytes.size() > limits.max_video_bytes) __builtin_trap();
+      if (video.frames.size() > limits.max_video_list_frames) __builtin_trap();
+      for (const auto& frame : video.frames)
+        if (frame.size() > limits.max_image_bytes) __builtin_trap();
+      if (video.fps < 0 || video.fps > model.video_max_fps) __builtin_trap();
+      if (video.max_frames < 0 || video.max_frames > model.video_max_frames) __builtin_trap();
+      if (video.max_pixels < 0 || video.max_pixels > model.video_max_pixels) __builtin_trap();
+    }
     const auto& sampling = chat.generation.sampling;
     if (sampling.max_tokens < 1 || sampling.max_tokens > model.context_length) __builtin_trap();
     // Echoing client text back must not throw (invalid UTF-8 is replaced).
