@@ -90,13 +90,14 @@ void run(const RunOptions& o) {
   eo.video_max_fps = o.video_fps;
   eo.video_max_frames = o.video_max_frames;
   eo.video_max_pixels = o.video_max_pixels;
-  auto engine = Engine::load(eo);
   GenerationRequest req =
       o.messages_file.empty()
           ? request_from_question(o.prompt, o.images, o.system, eo.max_image_bytes)
           : request_from_messages_file(o.messages_file, eo.max_image_bytes);
   add_video_files(req, o.videos, eo.max_video_bytes);
   add_document_files(req, o.files, o.documents);
+  // Loaded after the inputs are read, so that a bad file fails at once.
+  auto engine = Engine::load(eo);
   req.sampling = o.sampling.resolve(engine->info().default_sampling);
   if (!o.json_schema_file.empty()) {
     req.constraint.kind = OutputConstraint::Kind::kJsonSchema;
