@@ -257,11 +257,15 @@ void Server::record_chat_end(ChatContext& context, int status) {
   metrics_.observe_request_latency(std::chrono::duration<double>(now - context.received).count());
   if (status != 200 || !context.job) return;
   const GenerationStats& stats = context.job->result().stats;
-  metrics_.add_tokens(stats.prompt_tokens, stats.completion_tokens, stats.image_tokens);
+  metrics_.add_tokens(stats.prompt_tokens, stats.completion_tokens, stats.image_tokens,
+                      stats.video_tokens);
   const double queued =
       std::chrono::duration<double>(context.job_started - context.received).count();
   metrics_.observe_time_to_first_token(queued + context.job->seconds_to_first_text());
-  if (stats.image_tokens > 0) metrics_.observe_image_encode(stats.image_ms / 1000.0);
+  // Pictures and videos go through the same tower: both are "image encode" time.
+  if (stats.image_tokens + stats.video_tokens > 0) {
+    metrics_.observe_image_encode(stats.image_ms / 1000.0);
+  }
 }
 
 }  // namespace qvl::server

@@ -115,11 +115,13 @@ void Metrics::count_request(const std::string& endpoint, int status) {
   ++requests_[{endpoint, status}];
 }
 
-void Metrics::add_tokens(int64_t prompt_tokens, int64_t completion_tokens, int64_t image_tokens) {
+void Metrics::add_tokens(int64_t prompt_tokens, int64_t completion_tokens, int64_t image_tokens,
+                         int64_t video_tokens) {
   std::lock_guard lock(mutex_);
   prompt_tokens_ += static_cast<uint64_t>(std::max<int64_t>(prompt_tokens, 0));
   completion_tokens_ += static_cast<uint64_t>(std::max<int64_t>(completion_tokens, 0));
   image_tokens_ += static_cast<uint64_t>(std::max<int64_t>(image_tokens, 0));
+  video_tokens_ += static_cast<uint64_t>(std::max<int64_t>(video_tokens, 0));
 }
 
 void Metrics::observe_time_to_first_token(double seconds) {
@@ -150,6 +152,8 @@ std::string Metrics::render(const LiveGauges& gauges) {
   sample(out, "qvl_prompt_tokens_total", static_cast<double>(prompt_tokens_));
   header(out, "qvl_image_tokens_total", "counter", "Image tokens processed.");
   sample(out, "qvl_image_tokens_total", static_cast<double>(image_tokens_));
+  header(out, "qvl_video_tokens_total", "counter", "Video tokens processed.");
+  sample(out, "qvl_video_tokens_total", static_cast<double>(video_tokens_));
   header(out, "qvl_completion_tokens_total", "counter", "Tokens generated.");
   sample(out, "qvl_completion_tokens_total", static_cast<double>(completion_tokens_));
   header(out, "qvl_time_to_first_token_seconds", "histogram",

@@ -40,7 +40,8 @@ class Metrics {
   Metrics();
 
   void count_request(const std::string& endpoint, int status);
-  void add_tokens(int64_t prompt_tokens, int64_t completion_tokens, int64_t image_tokens);
+  void add_tokens(int64_t prompt_tokens, int64_t completion_tokens, int64_t image_tokens,
+                  int64_t video_tokens = 0);
   void observe_time_to_first_token(double seconds);
   void observe_request_latency(double seconds);
   void observe_image_encode(double seconds);
@@ -53,6 +54,7 @@ class Metrics {
   uint64_t prompt_tokens_ = 0;
   uint64_t completion_tokens_ = 0;
   uint64_t image_tokens_ = 0;
+  uint64_t video_tokens_ = 0;
   Histogram ttft_;
   Histogram latency_;
   Histogram image_encode_;

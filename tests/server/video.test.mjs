@@ -56,6 +56,7 @@ test('video_url data URI: video tokens in usage, then the same clip from the fea
   assert.equal(first.timings.video_tokens, 24);
   assert.equal(first.timings.image_tokens, 0);
   assert.equal(first.usage.completion_tokens, 3);
+  assert.ok(await counter('qvl_video_tokens_total') >= 24);
   const hits = await counter('qvl_image_cache_hits_total');
   const again = await ask({ type: 'video_url', video_url: { url: clip } });
   assert.equal(await counter('qvl_image_cache_hits_total'), hits + 1);
