@@ -314,6 +314,8 @@ void FfmpegVideo::decode(const FrameRequest& request,
     ~ScaleContext() { sws_freeContext(context); }
   } scale;
 
+  std::vector<int64_t> wanted_pts;  // presentation times of the wanted frames, ascending
+  for (const int64_t index : indices) wanted_pts.push_back(frame_pts_[size_t(index)]);
   size_t next = 0;             // the first index in `indices` not yet handed out
   int64_t decoded_index = -1;  // table index of the latest decoded frame
   int64_t sought_for = -1;     // the wanted index the latest seek was for
@@ -413,6 +415,13 @@ void FfmpegVideo::decode(const FrameRequest& request,
       avcodec_send_packet(codec.get(), nullptr);
     } else {
       if (packet->stream_index == stream_index_) {
+        // A frame no other frame refers to (most B-frames) need not be decoded unless it is
+        // wanted: the decoders read skip_frame per frame.
+        codec->skip_frame =
+            packet->pts != AV_NOPTS_VALUE &&
+                    !std::binary_search(wanted_pts.begin(), wanted_pts.end(), packet->pts)
+                ? AVDISCARD_NONREF
+                : AVDISCARD_DEFAULT;
         const int sent = avcodec_send_packet(codec.get(), packet.get());
         if (sent < 0 && sent != AVERROR(EAGAIN)) {
           if (sent == AVERROR(ENOMEM)) {

@@ -104,6 +104,21 @@ TEST_F(VideoDecode, SparseIndicesRepeatsAndSeeksAcrossKeyframes) {
   expect_frames(video, {3, 3, 41, 42, 99, 100, 137, 159, 159});
   // Each call starts afresh: an earlier frame after a later call is fine.
   expect_frames(video, {0, 158});
+  // Every third frame: the B-frames between wanted ones are skipped (no frame refers to them),
+  // the wanted ones never are, and the frames after the skipped ones decode right.
+  std::vector<int64_t> every_third;
+  for (int64_t k = 1; k < 160; k += 3) every_third.push_back(k);
+  const auto sparse = expect_frames(video, every_third);
+  VideoLimits in_process;
+  in_process.isolation = VideoIsolation::kInProcess;
+  VideoSource direct = VideoSource::open(make_clip(spec), in_process);
+  // Bit-identical to the same frames when every frame is wanted (nothing skipped).
+  std::vector<int64_t> every;
+  for (int64_t k = 0; k < 160; ++k) every.push_back(k);
+  const auto all = direct.frames_at(every);
+  for (size_t i = 0; i < every_third.size(); ++i) {
+    EXPECT_EQ(all[size_t(every_third[i])].image.pixels, sparse[i].image.pixels) << every_third[i];
+  }
 }
 
 TEST_F(VideoDecode, FrameTimesFollowTimestamps) {
