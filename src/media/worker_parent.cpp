@@ -138,6 +138,11 @@ pid_t spawn_worker(const std::string& job, const WorkerLimits& limits, int child
     if (code == worker_exit::kOutOfMemory) {
       fail_job(ErrorCode::kResourceExhausted, job, "ran out of its " + memory);
     }
+    if (code == worker_exit::kSetupFailed) {
+      fail_job(ErrorCode::kInternal, job,
+               "could not start its sandbox: setting its resource limits was refused (a seccomp "
+               "filter without setrlimit/prlimit64?)");
+    }
     fail_job(ErrorCode::kInternal, job,
              "ended without finishing its output (exit status " + std::to_string(code) + ")");
   }
