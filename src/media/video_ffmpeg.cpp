@@ -320,6 +320,8 @@ void FfmpegVideo::decode(const FrameRequest& request,
   int64_t decoded_index = -1;  // table index of the latest decoded frame
   int64_t sought_for = -1;     // the wanted index the latest seek was for
   bool seek_back_to_start = false;
+  bool draining = false;  // the demuxer is at its end: the decoder gives out what it holds
+  int seeks = 0;          // seeks so far: a packet read before a seek is stale after it
   int packet_errors = 0;
   int last_error = 0;
 
@@ -330,11 +332,12 @@ void FfmpegVideo::decode(const FrameRequest& request,
       return false;
     }
     avcodec_flush_buffers(codec.get());
+    ++seeks;
     return true;
   };
   auto maybe_seek = [&]() {
     const int64_t target = indices[next];
-    if (!seekable_ || target - decoded_index <= kDecodeAheadFrames) return;
+    if (!seekable_ || draining || target - decoded_index <= kDecodeAheadFrames) return;
     const int64_t from = std::max<int64_t>(0, target - kReorderFrames);
     const int entry = av_index_search_timestamp(st, frame_pts_[size_t(from)], AVSEEK_FLAG_BACKWARD);
     if (entry >= 0 && decoded_index >= 0) {
@@ -382,7 +385,7 @@ void FfmpegVideo::decode(const FrameRequest& request,
         continue;
       }
       const int64_t index = index_of(pts, decoded_index);
-      if (sought_for >= 0 && index > sought_for && !seek_back_to_start) {
+      if (sought_for >= 0 && index > sought_for && !seek_back_to_start && !draining) {
         // The seek landed after the wanted frame (an index entry far off its picture): decode
         // from the start instead, once.
         seek_back_to_start = true;
@@ -405,7 +408,6 @@ void FfmpegVideo::decode(const FrameRequest& request,
   };
 
   maybe_seek();
-  bool draining = false;
   while (next < indices.size() && !draining) {
     deadline_->check();
     const int got = av_read_frame(format, packet.get());
@@ -422,7 +424,16 @@ void FfmpegVideo::decode(const FrameRequest& request,
                     !std::binary_search(wanted_pts.begin(), wanted_pts.end(), packet->pts)
                 ? AVDISCARD_NONREF
                 : AVDISCARD_DEFAULT;
-        const int sent = avcodec_send_packet(codec.get(), packet.get());
+        int sent = avcodec_send_packet(codec.get(), packet.get());
+        if (sent == AVERROR(EAGAIN)) {
+          // The decoder is full: take its frames, then give it the packet again, unless taking
+          // them sought elsewhere (the packet is then stale).
+          const int seeks_before = seeks;
+          take_frames();
+          sent = next < indices.size() && seeks == seeks_before
+                     ? avcodec_send_packet(codec.get(), packet.get())
+                     : 0;
+        }
         if (sent < 0 && sent != AVERROR(EAGAIN)) {
           if (sent == AVERROR(ENOMEM)) {
             fail(ErrorCode::kResourceExhausted, "out of memory decoding the video");
