@@ -150,7 +150,7 @@ void run_batch(const BatchOptions& o) {
   EngineOptions eo;
   hub::ResolveOptions resolve;
   resolve.offline = o.offline;
-  eo.model_dir = hub::resolve_model(o.model, resolve);
+  eo.model_dir = hub::resolve_model(o.model, resolve, &eo.mmproj);
   eo.threads = o.threads;
   eo.quant = o.quant;
   eo.kv_type = o.kv_type;
