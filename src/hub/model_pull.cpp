@@ -41,6 +41,12 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
+// A quantization tag names a file of a GGUF repository; a safetensors one is quantized at load.
+std::string quant_of_safetensors(const HubModelId& id) {
+  return id.repo + " is a safetensors repository; a :" + id.quant +
+         " quantization picks a file of a GGUF repository (use --quant with qvl run)";
+}
+
 // One pull: the hub's listing plus the cache it fills.
 class Puller {
  public:
@@ -65,11 +71,7 @@ class Puller {
                                         " has no config.json and no GGUF file: not a model qvl "
                                         "can load");
     }
-    if (!id_.quant.empty()) {
-      fail(ErrorCode::kInvalidArgument,
-           id_.repo + " is a safetensors repository; a :" + id_.quant +
-               " quantization picks a file of a GGUF repository (use --quant with qvl run)");
-    }
+    if (!id_.quant.empty()) fail(ErrorCode::kInvalidArgument, quant_of_safetensors(id_));
     std::vector<std::string> wanted;
     for (const std::string& name : model_metadata_files()) {
       if (info_.find(name)) wanted.push_back(name);
@@ -277,6 +279,7 @@ std::string resolve_model(const std::string& spec, const ResolveOptions& raw_opt
     }
     missing = missing_model_files(snapshot);
     if (missing.empty()) {
+      if (!id->quant.empty()) fail(ErrorCode::kInvalidArgument, quant_of_safetensors(*id));
       QVL_LOG(kDebug) << "using cached " << spec << " at " << snapshot;
       return snapshot;
     }
