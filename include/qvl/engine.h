@@ -12,6 +12,8 @@
 
 namespace qvl {
 
+struct PreprocessedVideo;  // image/video_preprocess.h: the sampled, resized frames of a video
+
 struct EngineOptions {
   // Hugging Face folder (config.json, *.safetensors, tokenizer.json, ...) or a pre-packed file
   // written by `qvl quantize`.
@@ -351,6 +353,10 @@ class Engine {
     std::vector<float> values;
   };
   virtual ImageEmbeddings embed_image(const ImageInput& image);
+  // A request's video as generate() samples and resizes it before the vision tower (frames,
+  // pair timestamps, grid, tokens), with no model work: what POST /v1/media/preview shows.
+  // Throws qvl::Error as generate() would for the video, or kUnsupported.
+  virtual PreprocessedVideo sample_video(const VideoInput& video) const;
 
   // Token ids of plain text (special-token text is matched as special tokens).
   virtual std::vector<int64_t> tokenize(const std::string& text) const = 0;

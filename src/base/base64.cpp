@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "base/error.h"
@@ -37,6 +38,21 @@ std::vector<uint8_t> base64_decode(std::string_view text) {
   if (padded.size() >= 2 && padded[padded.size() - 2] == '=') --len;
   out.resize(len);
   return out;
+}
+
+std::string base64_encode(const uint8_t* data, size_t size) {
+  std::string text;
+  // EVP_EncodeBlock takes an int length: whole 3-byte groups at a time.
+  constexpr size_t kChunk = size_t{3} << 20;
+  for (size_t at = 0; at < size; at += kChunk) {
+    const size_t n = std::min(kChunk, size - at);
+    const size_t start = text.size();
+    text.resize(start + 4 * ((n + 2) / 3) + 1);
+    const int length = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(text.data() + start),
+                                       data + at, static_cast<int>(n));
+    text.resize(start + static_cast<size_t>(length));
+  }
+  return text;
 }
 
 DataUri parse_data_uri(std::string_view uri) {

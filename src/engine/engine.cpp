@@ -167,6 +167,13 @@ class EngineImpl : public Engine {
 
   const ModelInfo& info() const override { return info_; }
 
+  PreprocessedVideo sample_video(const VideoInput& video) const override {
+    if (model_->config.video_token_id < 0) {
+      fail(ErrorCode::kUnsupported, "this model's config has no video_token_id");
+    }
+    return qvl::prepare_video(video, video_request_config(video_, video), video_);
+  }
+
   ImageEmbeddings embed_image(const ImageInput& image) override {
     GenerationRequest request;
     request.images.push_back(image);
@@ -453,6 +460,10 @@ ScoreResult EngineImpl::score(const GenerationRequest& request,
 
 Engine::ImageEmbeddings Engine::embed_image(const ImageInput& /*image*/) {
   fail(ErrorCode::kUnsupported, "this engine does not expose image embeddings");
+}
+
+PreprocessedVideo Engine::sample_video(const VideoInput& /*video*/) const {
+  fail(ErrorCode::kUnsupported, "this engine does not prepare videos");
 }
 
 std::unique_ptr<Engine> Engine::load(const EngineOptions& options) {

@@ -22,8 +22,8 @@ void send_json(HttpResponse& res, int status, const json& body) {
 
 // Bounded set of endpoint labels for metrics.
 std::string endpoint_label(const std::string& path) {
-  for (const char* known :
-       {"/v1/chat/completions", "/v1/models", "/props", "/tokenize", "/health", "/metrics", "/"}) {
+  for (const char* known : {"/v1/chat/completions", "/v1/media/preview", "/v1/models", "/props",
+                            "/tokenize", "/health", "/metrics", "/"}) {
     if (path == known) return known;
   }
   return "other";
@@ -35,8 +35,9 @@ ApiError default_error_for(const HttpRequest& req, int status) {
       return ApiError(404, "invalid_request_error",
                       "unknown endpoint " + req.method.substr(0, 16) + " " +
                           req.path.substr(0, 128) +
-                          "; this server has POST /v1/chat/completions, GET /v1/models, GET "
-                          "/props, POST /tokenize, GET /health, GET /metrics and the web page at /",
+                          "; this server has POST /v1/chat/completions, POST /v1/media/preview, "
+                          "GET /v1/models, GET /props, POST /tokenize, GET /health, GET /metrics "
+                          "and the web page at /",
                       "", "unknown_url");
     default:
       return ApiError(status, status >= 500 ? "server_error" : "invalid_request_error",
@@ -171,7 +172,8 @@ bool known_route(const HttpRequest& req) {
     return path == "/health" || path == "/metrics" || path == "/v1/models" || path == "/props" ||
            find_web_asset(path == "/index.html" ? "/" : path) != nullptr;
   }
-  return req.method == "POST" && (path == "/tokenize" || path == "/v1/chat/completions");
+  return req.method == "POST" &&
+         (path == "/tokenize" || path == "/v1/chat/completions" || path == "/v1/media/preview");
 }
 }  // namespace
 
@@ -198,6 +200,7 @@ std::optional<HttpResponse> Server::on_head(const HttpRequest& req) {
 void Server::route(const HttpRequest& req, HttpResponse& res) {
   const std::string& path = req.path;
   if (path == "/v1/chat/completions") return handle_chat(req, res);
+  if (path == "/v1/media/preview") return handle_media_preview(req, res);
   if (path == "/tokenize") return handle_tokenize(req, res);
   if (path == "/health") return handle_health(res);
   if (path == "/metrics") return handle_metrics(res);
@@ -313,6 +316,14 @@ void Server::handle_props(HttpResponse& res) {
                   {"max_pixels", info.video_max_pixels},
                   {"max_videos_per_request", limits.max_videos},
                   {"max_video_bytes", limits.max_video_bytes}}},
+                // What a document (`file` part) may be and what its pages cost here.
+                {"document",
+                 {{"max_document_bytes", limits.documents.render.max_bytes},
+                  {"max_pages", limits.documents.render.max_pages},
+                  {"page_tokens", limits.documents.page_tokens},
+                  {"low_detail_page_tokens", limits.low_detail_max_tokens},
+                  {"high_detail_page_tokens", limits.documents.high_detail_page_tokens},
+                  {"max_documents_per_request", limits.documents.max_documents}}},
                 {"max_body_bytes", options_.max_body_bytes}};
   props.update(model_description(info));
   const EngineStats stats = engine->stats();

@@ -2,9 +2,10 @@
 //
 // Endpoints: POST /v1/chat/completions, GET /v1/models, GET /props (defaults for clients:
 // sampling, image token budgets, context length), POST /tokenize, GET /health, GET /metrics,
-// and the embedded web page at / (web_assets.h). The model loads on a background thread; /health
-// says 503 "loading" until it is ready and never touches the model. See chat_request.h for the
-// accepted request fields and the image `detail` budgets.
+// POST /v1/media/preview (media_preview.h), and the embedded web page at / (web_assets.h). The
+// model loads on a background thread; /health says 503 "loading" until it is ready and never
+// touches the model. See chat_request.h for the accepted request fields and the image `detail`
+// budgets.
 #pragma once
 
 #include <atomic>
@@ -87,6 +88,7 @@ class Server {
   void handle_tokenize(const HttpRequest& req, HttpResponse& res);
   void handle_metrics(HttpResponse& res);
   void handle_chat(const HttpRequest& req, HttpResponse& res);
+  void handle_media_preview(const HttpRequest& req, HttpResponse& res);
   void finish_chat(const std::shared_ptr<ChatContext>& context, HttpResponse& res);
   void stream_chat(const std::shared_ptr<ChatContext>& context, HttpResponse& res);
   void record_chat_end(ChatContext& context, int status);
