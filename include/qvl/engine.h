@@ -66,6 +66,12 @@ struct EngineOptions {
   // spread over their steps so they keep their pace. Alone, a prompt runs in larger chunks.
   int64_t prefill_chunk = 64;
   int64_t max_batch = 16;  // requests decoding together; more wait in order
+  // Speculative decoding (the answer stays the same bits; docs/speculative-decoding.md): up to
+  // draft_tokens guessed tokens per sequence and step (0: off), from the prompt (prompt lookup)
+  // and from a response format's forced text (jump-forward).
+  int64_t draft_tokens = 7;
+  bool prompt_lookup = true;
+  bool jump_forward = true;
   // Free KV pages kept mapped in (and mapped in ahead) whenever the engine goes idle, so that
   // the next request (a chat's follow-up) does not fault fresh pages in: ~15-30 ms per 14 MiB
   // page of the 2B model in a VM. With any, pages are also mapped in whole when first used
@@ -213,6 +219,10 @@ struct GenerationStats {
   double ttft_ms = 0;    // from the call to the first generated token
   double total_ms = 0;
   double constraint_ms = 0;  // computing token masks for OutputConstraint (all steps)
+  // Speculative decoding: draft tokens verified, and how many of them the model agreed with
+  // (each one a step saved).
+  int64_t draft_tokens = 0;
+  int64_t draft_accepted_tokens = 0;
   // Thinking models: completion tokens up to and including "</think>" (all of them when it never
   // came). -1 for Instruct models.
   int64_t reasoning_tokens = -1;

@@ -372,9 +372,10 @@ void PagedSequence::write(int64_t layer, const float* keys, const float* values,
   }
 }
 
-void PagedSequence::attend(int64_t layer, const float* q, int64_t nq,
+void PagedSequence::attend(int64_t layer, const float* q, int64_t first, int64_t nq,
                            const ops::AttentionShape& shape, float* out) const {
-  const int64_t used = pool_.pages_for(length_ + nq);
+  const int64_t offset = length_ + first, nk = offset + nq;
+  const int64_t used = pool_.pages_for(nk);
   k_ptrs_.resize(static_cast<size_t>(used));
   v_ptrs_.resize(static_cast<size_t>(used));
   for (int64_t i = 0; i < used; ++i) {
@@ -399,7 +400,7 @@ void PagedSequence::attend(int64_t layer, const float* q, int64_t nq,
     kv.k8_pages = reinterpret_cast<const int8_t* const*>(k_ptrs_.data());
     kv.v8_pages = reinterpret_cast<const int8_t* const*>(v_ptrs_.data());
   }
-  ops::attention(q, nq, kv, length_ + nq, shape, length_, out);
+  ops::attention(q, nq, kv, nk, shape, offset, out);
 }
 
 void PagedSequence::commit(int64_t n) {

@@ -169,9 +169,12 @@ class PagedSequence final : public KVSequence {
   // Throws Error(kResourceExhausted) if the pool has no page left.
   void reserve_more(int64_t extra) override;
   void write(int64_t layer, const float* keys, const float* values, int64_t n) override;
-  void attend(int64_t layer, const float* q, int64_t nq, const ops::AttentionShape& shape,
-              float* out) const override;
+  void attend(int64_t layer, const float* q, int64_t first, int64_t nq,
+              const ops::AttentionShape& shape, float* out) const override;
   void commit(int64_t n) override;
+  // After a speculative forward, whose rows were written but not committed (the caller commits
+  // the accepted ones): forgets the keys of the rest; their rows are overwritten by the next one.
+  void forget_uncommitted() { keys_.resize(static_cast<size_t>(length_)); }
   // Gives the pages back to the pool, indexing the partly filled last one. Idempotent.
   void release();
   int64_t pages() const { return static_cast<int64_t>(pages_.size()); }

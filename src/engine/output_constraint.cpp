@@ -131,6 +131,44 @@ void TokenConstraint::mask_reasoning(float* logits, int64_t vocab, int64_t token
   }
 }
 
+void TokenConstraint::forced_draft(const Tokenizer& tokenizer, int64_t max,
+                                   std::vector<int64_t>& draft) const {
+  if (max <= 0) return;
+  // A token spells a few bytes; more forced bytes than this would not fit the draft anyway.
+  const size_t max_bytes = static_cast<size_t>(8 * max);
+  std::string forced;
+  grammar::MatchState state = matcher_.state(), next, only;
+  while (forced.size() < max_bytes && !matcher_.accepting(state)) {
+    int allowed = 0;
+    uint8_t byte = 0;
+    for (int b = 0; b < 256 && allowed < 2; ++b) {
+      if (matcher_.step(state, static_cast<uint8_t>(b), next)) {
+        ++allowed;
+        byte = static_cast<uint8_t>(b);
+        std::swap(only, next);
+      }
+    }
+    if (allowed != 1) break;
+    forced.push_back(static_cast<char>(byte));
+    std::swap(state, only);
+  }
+  // Whole UTF-8 characters only: a last character cut by the byte limit goes.
+  size_t lead = forced.size();
+  while (lead > 0 && (static_cast<uint8_t>(forced[lead - 1]) & 0xC0) == 0x80) --lead;
+  if (lead > 0) {
+    const uint8_t c = static_cast<uint8_t>(forced[--lead]);
+    const size_t length = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    if (lead + length > forced.size()) forced.resize(lead);
+  }
+  if (forced.empty()) return;
+  EncodeOptions plain;
+  plain.parse_special_tokens = false;
+  for (int32_t id : tokenizer.encode(forced, plain)) {
+    if (static_cast<int64_t>(draft.size()) >= max) break;
+    draft.push_back(id);
+  }
+}
+
 void TokenConstraint::accept(int64_t token) {
   if (token < 0 || token >= vocabulary_->size() || vocabulary_->bytes(token).empty() ||
       !matcher_.advance(vocabulary_->bytes(token))) {

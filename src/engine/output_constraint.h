@@ -52,6 +52,11 @@ class TokenConstraint {
   void accept(int64_t token);
   // Complete, and nothing may follow: the answer is over.
   bool finished() const { return matcher_.finished(); }
+  // Jump-forward drafts: the bytes that are the grammar's only continuation from here (up to
+  // where a choice comes, or the answer may end), spelt as the tokenizer spells them, at most
+  // `max` tokens appended to `draft`. Guesses only: the model's own tokens are verified against
+  // them, so another spelling costs speed, never the answer.
+  void forced_draft(const Tokenizer& tokenizer, int64_t max, std::vector<int64_t>& draft) const;
   double mask_ms() const { return mask_ms_; }
 
  private:

@@ -180,7 +180,19 @@ void Scheduler::step(std::vector<Sequence*>& running) {
       prefill = s;
     }
   }
-  const int64_t decode_rows = static_cast<int64_t>(batch_.size());
+  const int64_t decode_seqs = static_cast<int64_t>(batch_.size());
+  // Drafts only while every decoding row still fits one pass over the weights.
+  int64_t spare_rows = std::max<int64_t>(0, TextDecoder::kMaxDecodeRows - decode_seqs);
+  row_of_.resize(static_cast<size_t>(decode_seqs + 1));
+  int64_t decode_rows = 0;
+  for (int64_t i = 0; i < decode_seqs; ++i) {
+    Sequence& s = *batch_[i];
+    propose_drafts(s, spare_rows);
+    spare_rows -= static_cast<int64_t>(s.draft.size());
+    row_of_[i] = decode_rows;
+    decode_rows += 1 + static_cast<int64_t>(s.draft.size());
+  }
+  row_of_[decode_seqs] = decode_rows;
   // A step with prompt work counts as prefill (a benchmark runs one request at a time); its
   // phase ends with the forward, where the prompt's time is taken.
   std::optional<profile::StageScope> phase;
@@ -188,14 +200,22 @@ void Scheduler::step(std::vector<Sequence*>& running) {
   x_.resize(static_cast<size_t>(decode_rows * hidden));
   positions_.resize(static_cast<size_t>(3 * decode_rows));
   entries_.clear();
-  for (int64_t i = 0; i < decode_rows; ++i) {
+  for (int64_t i = 0; i < decode_seqs; ++i) {
     Sequence& s = *batch_[i];
     const int64_t generated = static_cast<int64_t>(s.result.completion_ids.size());
     const int64_t p = s.prompt_length() + generated - 1 + s.positions.delta;
-    std::fill(positions_.begin() + 3 * i, positions_.begin() + 3 * i + 3, p);
+    const int64_t rows = 1 + static_cast<int64_t>(s.draft.size());
+    int64_t* pos = positions_.data() + 3 * row_of_[i];  // [3, rows], stream-major
+    for (int64_t stream = 0; stream < 3; ++stream) {
+      for (int64_t j = 0; j < rows; ++j) pos[stream * rows + j] = p + j;
+    }
     const uint64_t key = static_cast<uint64_t>(s.pending_token);
     s.kv->push_keys(&key, 1);
-    entries_.push_back({s.kv.get(), 1, positions_.data() + 3 * i});
+    for (int64_t t : s.draft) {
+      const uint64_t k = static_cast<uint64_t>(t);
+      s.kv->push_keys(&k, 1);
+    }
+    entries_.push_back({s.kv.get(), rows, pos, !s.draft.empty()});
   }
   if (prefill != nullptr && !prefill->chunk.active()) {
     // While others decode, smaller chunks: their layers are spread over steps (below).
@@ -214,8 +234,13 @@ void Scheduler::step(std::vector<Sequence*>& running) {
     const Timer decode_time;
     if (decode_rows > 0) {
       // Embeddings of the decode tokens (inside the turn: the decoder is shared).
-      for (int64_t i = 0; i < decode_rows; ++i) {
-        decoder_.embed(&batch_[i]->pending_token, 1, x_.data() + i * hidden);
+      for (int64_t i = 0; i < decode_seqs; ++i) {
+        Sequence& s = *batch_[i];
+        decoder_.embed(&s.pending_token, 1, x_.data() + row_of_[i] * hidden);
+        if (!s.draft.empty()) {
+          decoder_.embed(s.draft.data(), static_cast<int64_t>(s.draft.size()),
+                         x_.data() + (row_of_[i] + 1) * hidden);
+        }
       }
       decoder_.forward_batch(x_.data(), entries_, nullptr, hidden_.data());
       for (int64_t r0 = 0; r0 < decode_rows; r0 += TextDecoder::kMaxDecodeRows) {
@@ -253,6 +278,7 @@ void Scheduler::step(std::vector<Sequence*>& running) {
     }
   } catch (...) {
     const std::exception_ptr error = std::current_exception();
+    batch_.resize(static_cast<size_t>(decode_seqs));
     if (prefill != nullptr) batch_.push_back(prefill);
     QVL_LOG(kError) << "a model step failed; ending its " << batch_.size() << " sequence(s)";
     for (Sequence* s : batch_) fail_sequence(*s, error);
@@ -290,10 +316,53 @@ void Scheduler::step(std::vector<Sequence*>& running) {
       batch_.push_back(prefill);
     }
   }
-  for (size_t i = 0; i < batch_.size(); ++i) {
-    advance(*batch_[i], logits_.data() + static_cast<int64_t>(i) * vocab);
+  for (int64_t i = 0; i < decode_seqs; ++i) {
+    advance_rows(*batch_[i], logits_.data() + row_of_[i] * vocab);
+  }
+  if (static_cast<int64_t>(batch_.size()) > decode_seqs) {
+    advance(*batch_[decode_seqs], logits_.data() + decode_rows * vocab);
   }
   retire(running);
+}
+
+void Scheduler::propose_drafts(Sequence& s, int64_t room) {
+  s.draft.clear();
+  const int64_t generated = static_cast<int64_t>(s.result.completion_ids.size());
+  // The step may give 1 + drafts tokens: within max_new, and so within the KV pages reserved.
+  room = std::min({room, options_.draft_tokens, s.max_new - generated - 1});
+  if (room <= 0 || (!options_.prompt_lookup && !options_.jump_forward)) return;
+  const int64_t cap = s.draft_policy.cap(room);
+  if (cap <= 0) return;
+  if (options_.jump_forward && s.constraint && s.think_end_id < 0) {
+    s.constraint->forced_draft(s.tokenizer, cap, s.draft);
+  }
+  if (options_.prompt_lookup && s.draft.empty()) {
+    const int64_t vocab = config_.text.vocab_size;
+    const auto stop_at = [&](int64_t id) {
+      return id < 0 || id >= vocab || s.tokenizer.is_added_token(static_cast<int32_t>(id));
+    };
+    prompt_lookup_draft(s.result.prompt_ids, s.result.completion_ids, SchedulerOptions::kMinNgram,
+                        SchedulerOptions::kMaxNgram, cap, stop_at, s.draft);
+  }
+}
+
+void Scheduler::advance_rows(Sequence& s, float* logits) {
+  const int64_t vocab = config_.text.vocab_size;
+  const int64_t drafted = static_cast<int64_t>(s.draft.size());
+  int64_t accepted = 0;
+  for (int64_t j = 0; j <= drafted; ++j) {
+    // Row j's input (the pending token, or a draft the model has just agreed with) is right.
+    if (drafted > 0) s.kv->commit(1);
+    advance(s, logits + j * vocab);
+    if (s.done || j == drafted || s.pending_token != s.draft[static_cast<size_t>(j)]) break;
+    ++accepted;
+  }
+  if (drafted > 0) {
+    if (s.kv) s.kv->forget_uncommitted();
+    s.draft_policy.record(drafted, accepted);
+    s.result.stats.draft_tokens += drafted;
+    s.result.stats.draft_accepted_tokens += accepted;
+  }
 }
 
 void Scheduler::advance(Sequence& s, float* logits) {

@@ -35,6 +35,12 @@ struct SchedulerOptions {
   // layers (at least one layer), so a new prompt slows running streams by at most that much.
   double prefill_share = 1.0;
   int64_t max_running = 16;  // sequences admitted at once; the rest wait in order
+  // Speculative decoding (engine/draft_tokens.h): at most this many draft tokens per sequence and
+  // step, and only while all decoding rows of a step fit in one weight pass (kMaxDecodeRows).
+  int64_t draft_tokens = 0;
+  bool prompt_lookup = true;  // drafts from the prompt and the answer so far
+  bool jump_forward = true;   // drafts from a response format's forced text
+  static constexpr int64_t kMinNgram = 2, kMaxNgram = 4;
   // Free KV pages kept and made resident when the scheduler goes idle (KVPool::warm_up).
   int64_t idle_warm_kv_pages = 0;
 };
@@ -78,6 +84,11 @@ class Scheduler {
   void step(std::vector<Sequence*>& running);
   // Samples the next token from logits and emits text; may finish the sequence.
   void advance(Sequence& s, float* logits);  // logits may be masked in place
+  // Fills s.draft for this step, at most `room` tokens.
+  void propose_drafts(Sequence& s, int64_t room);
+  // Advances over a decoding sequence's rows of the step (its token, then its drafts while the
+  // model agrees with them) and commits the rows whose input turned out right.
+  void advance_rows(Sequence& s, float* logits);
   void finish(Sequence& s, FinishReason reason);
   // Removes ended sequences from `running` and hands them back to their callers (the last time
   // the scheduler touches them).
@@ -104,6 +115,7 @@ class Scheduler {
   // Step buffers (scheduler thread only).
   std::vector<float> x_, hidden_, logits_, chunk_out_;
   std::vector<int64_t> positions_;
+  std::vector<int64_t> row_of_;  // first batch row of each decoding sequence
   std::vector<BatchEntry> entries_;
   std::vector<Sequence*> batch_;
 };

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/timer.h"
+#include "engine/draft_tokens.h"
 #include "engine/kv_pool.h"
 #include "engine/output_constraint.h"
 #include "engine/prefill_chunk.h"
@@ -45,6 +46,8 @@ struct Sequence {
   int64_t prompt_done = 0;     // prompt positions in the KV cache (reused or computed)
   PrefillChunk chunk;          // prompt rows being computed (over one or more steps)
   int64_t pending_token = -1;  // sampled, to be fed in the next step
+  std::vector<int64_t> draft;  // guessed tokens after pending_token, verified in this step
+  DraftPolicy draft_policy;
   bool admitted = false;
   bool done = false;      // ended; scheduler thread only
   bool finished = false;  // handed back to the caller (guarded by the scheduler's mutex)

@@ -77,14 +77,15 @@ void KVCache::write(int64_t layer, const float* keys, const float* values, int64
   }
 }
 
-void KVCache::attend(int64_t layer, const float* q, int64_t nq, const ops::AttentionShape& shape,
-                     float* out) const {
+void KVCache::attend(int64_t layer, const float* q, int64_t first, int64_t nq,
+                     const ops::AttentionShape& shape, float* out) const {
+  const int64_t offset = length_ + first, nk = offset + nq;
   if (type_ == KVType::kF32) {
-    ops::attention(q, nq, keys_f32(layer), values_f32(layer), length_ + nq, shape, length_, out);
+    ops::attention(q, nq, keys_f32(layer), values_f32(layer), nk, shape, offset, out);
   } else if (type_ == KVType::kF16) {
-    ops::attention(q, nq, keys_f16(layer), values_f16(layer), length_ + nq, shape, length_, out);
+    ops::attention(q, nq, keys_f16(layer), values_f16(layer), nk, shape, offset, out);
   } else {
-    ops::attention(q, nq, keys_q8(layer), values_q8(layer), length_ + nq, shape, length_, out);
+    ops::attention(q, nq, keys_q8(layer), values_q8(layer), nk, shape, offset, out);
   }
 }
 

@@ -36,10 +36,10 @@ class KVSequence {
   // Stores n rows of keys and values [n, kv_width] at positions [length, length + n) of a layer
   // (converted to the cache's type). Needs reserve_more(n) first.
   virtual void write(int64_t layer, const float* keys, const float* values, int64_t n) = 0;
-  // Causal attention of nq queries at positions [length, length + nq) over the keys of a layer
-  // up to each query's own position (the rows just written included).
-  virtual void attend(int64_t layer, const float* q, int64_t nq, const ops::AttentionShape& shape,
-                      float* out) const = 0;
+  // Causal attention of nq queries at positions [length + first, length + first + nq) over the
+  // keys of a layer up to each query's own position (the rows just written included).
+  virtual void attend(int64_t layer, const float* q, int64_t first, int64_t nq,
+                      const ops::AttentionShape& shape, float* out) const = 0;
   // Called once per forward after every layer wrote its rows at [length, length + n).
   virtual void commit(int64_t n) = 0;
 };
@@ -55,8 +55,8 @@ class KVCache final : public KVSequence {
   // Makes room for `extra` more positions (amortised doubling).
   void reserve_more(int64_t extra) override;
   void write(int64_t layer, const float* keys, const float* values, int64_t n) override;
-  void attend(int64_t layer, const float* q, int64_t nq, const ops::AttentionShape& shape,
-              float* out) const override;
+  void attend(int64_t layer, const float* q, int64_t first, int64_t nq,
+              const ops::AttentionShape& shape, float* out) const override;
   // Rows [0, length + n) of a layer; only the accessors of the cache's type are valid.
   const float* keys_f32(int64_t layer) const { return layers_[layer].k32.data(); }
   const float* values_f32(int64_t layer) const { return layers_[layer].v32.data(); }

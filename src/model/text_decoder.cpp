@@ -101,15 +101,17 @@ void TextDecoder::use_kv_type(KVType type) {
 void TextDecoder::plan_segments(const std::vector<BatchEntry>& entries) {
   segments_.clear();
   int64_t row = 0;
-  bool decode_run = false;  // the last segment is a run of single-row entries
+  bool decode_run = false;  // the last segment is a run of decode-like entries
   for (const BatchEntry& e : entries) {
     QVL_CHECK(e.rows > 0 && e.cache != nullptr);
-    if (e.rows == 1 && decode_run &&
-        segments_.back().end - segments_.back().begin < kMaxDecodeRows) {
-      segments_.back().end += 1;
+    QVL_CHECK(!e.speculative || e.rows <= kMaxDecodeRows);
+    const bool decode_like = e.rows == 1 || e.speculative;
+    if (decode_like && decode_run &&
+        segments_.back().end - segments_.back().begin + e.rows <= kMaxDecodeRows) {
+      segments_.back().end += e.rows;
     } else {
       segments_.push_back({row, row + e.rows});
-      decode_run = e.rows == 1;
+      decode_run = decode_like;
     }
     row += e.rows;
   }
@@ -144,19 +146,32 @@ void TextDecoder::attention_block(int64_t layer, const std::vector<BatchEntry>& 
                           sin_.data() + t * half);
   }
   const ops::AttentionShape shape{nh, nkv, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
+  // A speculative entry's rows attend in blocks small enough that each row computes as if alone.
+  const int64_t block = ops::attention_row_invariant_queries(shape);
   const auto write_and_attend = [&](const BatchEntry& e, int64_t row) {
     e.cache->write(layer, k_ + row * nkv * hd, v_ + row * nkv * hd, e.rows);
-    e.cache->attend(layer, q_ + row * nh * hd, e.rows, shape, attn_ + row * nh * hd);
+    const int64_t step = e.speculative ? block : e.rows;
+    for (int64_t r = 0; r < e.rows; r += step) {
+      const int64_t m = std::min(step, e.rows - r);
+      e.cache->attend(layer, q_ + (row + r) * nh * hd, r, m, shape, attn_ + (row + r) * nh * hd);
+    }
   };
   const bool decode_batch =
-      entries.size() > 1 &&
-      std::all_of(entries.begin(), entries.end(), [](const BatchEntry& e) { return e.rows == 1; });
+      entries.size() > 1 && std::all_of(entries.begin(), entries.end(), [](const BatchEntry& e) {
+        return e.rows == 1 || e.speculative;
+      });
   if (decode_batch) {
-    // One token per sequence (a batched decode step): the sequences share one pool dispatch, each
+    // Decode-like entries (a batched decode step): the sequences share one pool dispatch, each
     // attending within its task, instead of a small dispatch per sequence (8 streams: 13% of a
     // step). The attention splits its work by the pool's size, not by who runs it: same bits.
+    entry_rows_.resize(entries.size());
+    int64_t row = 0;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      entry_rows_[i] = row;
+      row += entries[i].rows;
+    }
     ThreadPool::global().parallel_for(entries.size(), [&](size_t b, size_t e) {
-      for (size_t i = b; i < e; ++i) write_and_attend(entries[i], static_cast<int64_t>(i));
+      for (size_t i = b; i < e; ++i) write_and_attend(entries[i], entry_rows_[i]);
     });
   } else {
     int64_t row = 0;
@@ -247,7 +262,9 @@ void TextDecoder::forward_layers(float* hs, const std::vector<BatchEntry>& entri
     }
   }
   if (layer_end < config_.num_layers) return;
-  for (const BatchEntry& e : entries) e.cache->commit(e.rows);
+  for (const BatchEntry& e : entries) {
+    if (!e.speculative) e.cache->commit(e.rows);
+  }
   ops::rms_norm(hs, w_.final_norm.data(), config_.rms_norm_eps, n, h, out);
   if (tap) tap("text.final_norm", out, n, h);
 }

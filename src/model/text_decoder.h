@@ -48,6 +48,10 @@ struct BatchEntry {
   KVSequence* cache = nullptr;
   int64_t rows = 0;
   const int64_t* positions = nullptr;
+  // Speculative decoding: a decoding sequence's next token followed by draft tokens (at most
+  // kMaxDecodeRows rows). Every row is computed exactly as a one-row decode step at its position
+  // would be, and the rows are written but not committed: the caller commits the accepted ones.
+  bool speculative = false;
 };
 
 class TextDecoder {
@@ -75,8 +79,8 @@ class TextDecoder {
   // another, so matrix weights are read once for all of them. Batch invariance: a sequence's
   // result does not depend on the others. Single-row entries (decode) that follow each other
   // share matmuls of at most kMaxDecodeRows rows (the small-batch kernels compute each row the
-  // same way for any such count); every multi-row entry (a prefill chunk) has its own. adds rows
-  // index the batch's rows.
+  // same way for any such count), and so do speculative entries; every other multi-row entry (a
+  // prefill chunk) has its own. adds rows index the batch's rows.
   static constexpr int64_t kMaxDecodeRows = 15;
   void forward_batch(const float* x, const std::vector<BatchEntry>& entries,
                      const LayerFeatureAdds* adds, float* out, const TensorTap& tap = {});
@@ -112,6 +116,7 @@ class TextDecoder {
   void mlp_block(int64_t layer, int64_t n);
 
   std::vector<Segment> segments_;
+  std::vector<int64_t> entry_rows_;  // first batch row of each entry (decode-like batches)
   std::vector<int64_t> batch_positions_;
   TextConfig config_;
   const TextWeights& w_;

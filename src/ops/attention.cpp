@@ -481,6 +481,13 @@ void attention(const float* q, int64_t nq, const int8_t* k, const int8_t* v, int
   attention_on(attention_isa(), q, nq, one_page(&k, &v, nk), nk, s, causal_offset, out);
 }
 
+int64_t attention_row_invariant_queries(const AttentionShape& s) {
+  // Rows within the decode path's limit (attention_with); the reference, used elsewhere, computes
+  // every row on its own anyway.
+  const int64_t group = s.n_kv_heads > 0 ? std::max<int64_t>(1, s.n_heads / s.n_kv_heads) : 1;
+  return std::max<int64_t>(1, attention_kernels::kDecodeMaxRows / group);
+}
+
 void attention(const float* q, int64_t nq, const PagedKV& kv, int64_t nk, const AttentionShape& s,
                int64_t causal_offset, float* out) {
   const profile::StageScope stage(profile::Work::kAttention);

@@ -17,6 +17,11 @@ struct AttentionShape {
   bool bf16_products = false;
 };
 
+// Query rows one causal call over a cache may take with every row computed exactly as if it came
+// alone (decode-like calls: the attention streams the cache, a row's result depends only on its
+// own query and visible keys). Speculative decoding verifies drafts in blocks of this many rows.
+int64_t attention_row_invariant_queries(const AttentionShape& shape);
+
 // q: [nq, n_heads, head_dim]; k, v: [nk, n_kv_heads, head_dim]; out: [nq, n_heads, head_dim].
 // causal_offset >= 0: query i sees keys [0, causal_offset + i]; < 0: every key (non-causal).
 void attention(const float* q, int64_t nq, const float* k, const float* v, int64_t nk,

@@ -55,7 +55,7 @@ std::vector<float> attend_next(PagedSequence& seq, int64_t n, const std::vector<
   std::vector<float> k(static_cast<size_t>(n * kWidth), 0.25f), v(k.size(), -0.5f);
   for (int64_t layer = 0; layer < kLayers; ++layer) {
     seq.write(layer, k.data(), v.data(), n);
-    seq.attend(layer, q.data(), n, shape, out.data());
+    seq.attend(layer, q.data(), 0, n, shape, out.data());
     all.insert(all.end(), out.begin(), out.end());
   }
   seq.commit(n);
@@ -403,8 +403,8 @@ TEST(PagedSequence, AttentionEqualsTheContiguousCache) {
         paged.write(layer, k.data(), v.data(), chunk);
         contiguous.write(layer, k.data(), v.data(), chunk);
         std::vector<float> a(q.size()), b(q.size());
-        paged.attend(layer, q.data(), chunk, shape, a.data());
-        contiguous.attend(layer, q.data(), chunk, shape, b.data());
+        paged.attend(layer, q.data(), 0, chunk, shape, a.data());
+        contiguous.attend(layer, q.data(), 0, chunk, shape, b.data());
         ASSERT_EQ(a, b) << "chunk " << chunk << " at " << paged.length();
       }
       paged.commit(chunk);
