@@ -9,7 +9,7 @@
 #include "base/content_hash.h"
 #include "base/error.h"
 #include "image/resize.h"
-#include "media/video_source.h"
+#include "media/video_sampled.h"
 
 namespace qvl {
 namespace {
@@ -54,26 +54,17 @@ PreprocessedVideo frames_from_list(const VideoInput& in, const VideoPreprocessCo
   return video_from_resized_frames(std::move(resized), indices, rate, config);
 }
 
-// A video file: decoded by media::VideoSource (in the sandboxed media worker, docs/video.md),
-// each frame resized there as it comes to the processor's size, so only one full-size frame
-// exists at a time and only the resized frames cross back.
+// A video file: decoded by media::sample_video (in the sandboxed media worker, one launch per
+// video, docs/video.md), each sampled frame resized there as it comes to the processor's size, so
+// only one full-size frame exists at a time and only the resized frames cross back.
 PreprocessedVideo frames_from_file(const VideoInput& in, const VideoPreprocessConfig& config,
                                    const VideoSettings& settings) {
   media::VideoLimits limits;
   limits.max_bytes = settings.max_bytes;
   limits.max_frames = config.sampling.max_frames;
-  media::VideoSource source = media::VideoSource::open(
-      std::string(reinterpret_cast<const char*>(in.bytes.data()), in.bytes.size()), limits);
-  const media::VideoInfo& info = source.info();
-  const std::vector<int64_t> indices =
-      sample_frame_indices(info.frame_count, info.fps, config.sampling);
-  const ImageSize size =
-      video_frame_size(static_cast<int64_t>(indices.size()), info.width, info.height, config);
-  std::vector<RgbImage> resized;
-  for (media::VideoFrame& frame : source.resized_frames_at(indices, size.width, size.height)) {
-    resized.push_back(std::move(frame.image));
-  }
-  return video_from_resized_frames(std::move(resized), indices, info.fps, config);
+  media::SampledVideo video = media::sample_video(
+      std::string(reinterpret_cast<const char*>(in.bytes.data()), in.bytes.size()), limits, config);
+  return video_from_resized_frames(std::move(video.frames), video.indices, video.info.fps, config);
 }
 
 }  // namespace

@@ -62,6 +62,9 @@ using VideoDecoderPtr = std::unique_ptr<VideoSource::Decoder>;
 // The decoded (upright) frame as the request wants it: resized when it asks for a size.
 RgbImage fit_to_request(RgbImage image, const FrameRequest& request);
 
+// What VideoSource::open checks before any byte is parsed: the limits, video support, the byte
+// count.
+void check_before_open(const std::string& bytes, const VideoLimits& limits);
 // Throws kInvalidArgument for indices that are empty, out of order or out of range and for a bad
 // size; kResourceExhausted for more indices than limits.max_frames.
 void validate_frame_request(const FrameRequest& request, const VideoInfo& info,

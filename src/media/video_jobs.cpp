@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "media/video_sampled.h"
 #include "media/worker_frames.h"
 
 namespace qvl::media {
@@ -36,6 +37,56 @@ VideoLimits limits_from_json(const json& j) {
   return limits;
 }
 
+// What the child needs of the processor's configuration to choose the frames and their size.
+json sampling_json(const VideoPreprocessConfig& c) {
+  return {{"fps", c.sampling.fps},
+          {"min_frames", c.sampling.min_frames},
+          {"max_frames", c.sampling.max_frames},
+          {"patch_size", c.layout.patch_size},
+          {"merge_size", c.layout.merge_size},
+          {"temporal_patch_size", c.layout.temporal_patch_size},
+          {"min_pixels", c.min_pixels},
+          {"max_pixels", c.max_pixels}};
+}
+
+VideoPreprocessConfig sampling_from_json(const json& j) {
+  VideoPreprocessConfig c;
+  c.sampling.fps = j.at("fps").get<double>();
+  c.sampling.min_frames = j.at("min_frames").get<int64_t>();
+  c.sampling.max_frames = j.at("max_frames").get<int64_t>();
+  c.layout.patch_size = j.at("patch_size").get<int>();
+  c.layout.merge_size = j.at("merge_size").get<int>();
+  c.layout.temporal_patch_size = j.at("temporal_patch_size").get<int>();
+  c.min_pixels = j.at("min_pixels").get<int64_t>();
+  c.max_pixels = j.at("max_pixels").get<int64_t>();
+  return c;
+}
+
+json info_json(const VideoInfo& info) {
+  return {{"frame_count", info.frame_count},
+          {"fps", info.fps},
+          {"duration_s", info.duration_s},
+          {"width", info.width},
+          {"height", info.height},
+          {"rotation_degrees", info.rotation_degrees},
+          {"container", info.container},
+          {"codec", info.codec},
+          {"frame_count_source", info.frame_count_source}};
+}
+
+void write_frame(WorkerOutput& out, int64_t index, double time_s, const RgbImage& image) {
+  std::string head;
+  frames::put_u64(head, static_cast<uint64_t>(index));
+  uint64_t time_bits = 0;
+  std::memcpy(&time_bits, &time_s, sizeof time_bits);
+  frames::put_u64(head, time_bits);
+  frames::put_u32(head, static_cast<uint32_t>(image.width));
+  frames::put_u32(head, static_cast<uint32_t>(image.height));
+  out.write(
+      video_tags::kFrame, head,
+      std::string_view(reinterpret_cast<const char*>(image.pixels.data()), image.pixels.size()));
+}
+
 json parse_params(std::string_view params) {
   try {
     return json::parse(params);
@@ -50,13 +101,15 @@ json parse_params(std::string_view params) {
 
 }  // namespace
 
-std::string encode_video_job_params(const VideoLimits& limits, const FrameRequest* request) {
+std::string encode_video_job_params(const VideoLimits& limits, const FrameRequest* request,
+                                    const VideoPreprocessConfig* sampling) {
   json params = {{"limits", limits_json(limits)}};
   if (request) {
     params["indices"] = request->indices;
     params["width"] = request->width;
     params["height"] = request->height;
   }
+  if (sampling) params["sampling"] = sampling_json(*sampling);
   return params.dump();
 }
 
@@ -77,6 +130,21 @@ VideoInfo decode_video_info_frame(const WorkerFrame& frame) {
     return info;
   } catch (const json::exception&) {
     bad_answer("malformed video info");
+  }
+}
+
+FrameRequest decode_video_plan_frame(const WorkerFrame& frame) {
+  if (frame.tag != video_tags::kPlan) bad_answer("expected the sampled frames");
+  try {
+    const json j = json::parse(frame.bytes);
+    FrameRequest plan;
+    plan.indices = j.at("indices").get<std::vector<int64_t>>();
+    plan.width = j.at("width").get<int>();
+    plan.height = j.at("height").get<int>();
+    if (plan.width < 1 || plan.height < 1) bad_answer("an empty frame size");
+    return plan;
+  } catch (const json::exception&) {
+    bad_answer("malformed sampled frames");
   }
 }
 
@@ -103,16 +171,7 @@ void run_video_info_job(std::string_view params, std::string_view input, WorkerO
   const json p = parse_params(params);
   const VideoLimits limits = limits_from_json(p.at("limits"));
   const VideoDecoderPtr video = open_video_in_process(std::string(input), limits);
-  const VideoInfo& info = video->info();
-  const json answer = {{"frame_count", info.frame_count},
-                       {"fps", info.fps},
-                       {"duration_s", info.duration_s},
-                       {"width", info.width},
-                       {"height", info.height},
-                       {"rotation_degrees", info.rotation_degrees},
-                       {"container", info.container},
-                       {"codec", info.codec},
-                       {"frame_count_source", info.frame_count_source}};
+  const json answer = info_json(video->info());
   out.write(video_tags::kInfo, answer.dump());
 }
 
@@ -126,17 +185,22 @@ void run_video_frames_job(std::string_view params, std::string_view input, Worke
   const VideoDecoderPtr video = open_video_in_process(std::string(input), limits);
   validate_frame_request(request, video->info(), limits);
   video->decode(request, [&](VideoFrame&& frame) {
-    std::string head;
-    frames::put_u64(head, static_cast<uint64_t>(frame.index));
-    uint64_t time_bits = 0;
-    std::memcpy(&time_bits, &frame.time_s, sizeof time_bits);
-    frames::put_u64(head, time_bits);
-    frames::put_u32(head, static_cast<uint32_t>(frame.image.width));
-    frames::put_u32(head, static_cast<uint32_t>(frame.image.height));
-    out.write(video_tags::kFrame, head,
-              std::string_view(reinterpret_cast<const char*>(frame.image.pixels.data()),
-                               frame.image.pixels.size()));
+    write_frame(out, frame.index, frame.time_s, frame.image);
   });
+}
+
+void run_video_sampled_job(std::string_view params, std::string_view input, WorkerOutput& out) {
+  const json p = parse_params(params);
+  const SampledVideo video = sample_video(std::string(input), limits_from_json(p.at("limits")),
+                                          sampling_from_json(p.at("sampling")));
+  out.write(video_tags::kInfo, info_json(video.info).dump());
+  const int width = video.frames.empty() ? 0 : video.frames.front().width;
+  const int height = video.frames.empty() ? 0 : video.frames.front().height;
+  out.write(video_tags::kPlan,
+            json{{"indices", video.indices}, {"width", width}, {"height", height}}.dump());
+  for (size_t i = 0; i < video.frames.size(); ++i) {  // the processor needs no frame times
+    write_frame(out, video.indices[i], 0, video.frames[i]);
+  }
 }
 
 }  // namespace qvl::media

@@ -138,7 +138,7 @@ VideoDecoderPtr open_video_in_process(std::string bytes, const VideoLimits& limi
 #endif
 }
 
-VideoSource VideoSource::open(std::string bytes, const VideoLimits& limits) {
+void check_before_open(const std::string& bytes, const VideoLimits& limits) {
   validate_limits(limits);
   if (!video_supported()) {
     fail(ErrorCode::kUnsupported, "this qvl was built without video support (QVL_VIDEO=OFF)");
@@ -149,6 +149,10 @@ VideoSource VideoSource::open(std::string bytes, const VideoLimits& limits) {
                                             " bytes, above the limit of " +
                                             std::to_string(limits.max_bytes));
   }
+}
+
+VideoSource VideoSource::open(std::string bytes, const VideoLimits& limits) {
+  check_before_open(bytes, limits);
   if (limits.isolation == VideoIsolation::kWorker) {
     return VideoSource(open_video_in_worker(std::move(bytes), limits), limits);
   }

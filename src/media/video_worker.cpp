@@ -2,6 +2,7 @@
 // child opens the container and builds the frame table); each frame request runs the
 // video_frames job, whose child opens the file again and sends the frames back, resized there
 // when the request asks for a size, so only what the model needs crosses the process boundary.
+// (sample_video's video_sampled job does both in one launch through run_video_worker_job.)
 // The child decodes under the same VideoLimits (its own clear errors) and the worker's limits
 // (address space, CPU time, wall clock, output bytes) hold even if a library misbehaves.
 #include <algorithm>
@@ -18,6 +19,35 @@ constexpr const char* kLabel = "decoding the video";
 // The child's own deadline fires first; the parent's kill waits this much longer, so that the
 // request gets the child's message rather than a killed process.
 constexpr double kWallGraceSeconds = 1.0;
+
+}  // namespace
+
+std::vector<WorkerFrame> run_video_worker_job(
+    const char* job, std::string_view bytes, const VideoLimits& limits,
+    const DecodeDeadline& deadline, const std::function<std::string(const VideoLimits&)>& params,
+    uint64_t output_bytes) {
+  deadline.check();
+  VideoLimits child = limits;
+  child.max_decode_seconds = std::max(deadline.remaining_seconds(), 1e-3);
+  WorkerLimits worker;
+  worker.memory_bytes = limits.max_memory_bytes;
+  worker.cpu_seconds = child.max_decode_seconds + kWallGraceSeconds;
+  worker.wall_seconds = child.max_decode_seconds + kWallGraceSeconds;
+  worker.output_bytes = output_bytes;
+  try {
+    return run_worker_job(job, params(child), bytes, worker, kLabel);
+  } catch (const Error& e) {
+    // A child that died without reporting (a decoder crash on hostile input) is the file's
+    // fault as far as the client is concerned; the limits' own errors pass through.
+    if (e.code() == ErrorCode::kInternal) {
+      fail(ErrorCode::kCorrupt,
+           std::string("the video decoder failed on this file (") + e.what() + ")");
+    }
+    throw;
+  }
+}
+
+namespace {
 
 class WorkerVideo final : public VideoSource::Decoder {
  public:
@@ -54,25 +84,10 @@ class WorkerVideo final : public VideoSource::Decoder {
  private:
   std::vector<WorkerFrame> run(const char* job, const FrameRequest* request,
                                uint64_t output_bytes) {
-    deadline_.check();
-    VideoLimits child = limits_;
-    child.max_decode_seconds = std::max(deadline_.remaining_seconds(), 1e-3);
-    WorkerLimits worker;
-    worker.memory_bytes = limits_.max_memory_bytes;
-    worker.cpu_seconds = child.max_decode_seconds + kWallGraceSeconds;
-    worker.wall_seconds = child.max_decode_seconds + kWallGraceSeconds;
-    worker.output_bytes = output_bytes;
-    try {
-      return run_worker_job(job, encode_video_job_params(child, request), bytes_, worker, kLabel);
-    } catch (const Error& e) {
-      // A child that died without reporting (a decoder crash on hostile input) is the file's
-      // fault as far as the client is concerned; the limits' own errors pass through.
-      if (e.code() == ErrorCode::kInternal) {
-        fail(ErrorCode::kCorrupt,
-             std::string("the video decoder failed on this file (") + e.what() + ")");
-      }
-      throw;
-    }
+    return run_video_worker_job(
+        job, bytes_, limits_, deadline_,
+        [&](const VideoLimits& child) { return encode_video_job_params(child, request); },
+        output_bytes);
   }
 
   std::string bytes_;

@@ -27,6 +27,7 @@ const std::map<std::string, WorkerJob>& builtin_jobs() {
       {kTiffJob, &run_tiff_job},
       {kVideoInfoJob, &run_video_info_job},
       {kVideoFramesJob, &run_video_frames_job},
+      {kVideoSampledJob, &run_video_sampled_job},
   };
   return jobs;
 }
