@@ -63,8 +63,9 @@ std::vector<WorkerFrame> run_worker_job(const std::string& job, std::string_view
                                         std::string_view input, const WorkerLimits& limits,
                                         const std::string& label = {});
 
-// False in sanitizer builds, whose shadow memory cannot live under an address-space limit (the
-// CPU, wall-clock and output limits still hold there).
+// False in sanitizer builds, whose shadow memory cannot live under an address-space limit, and
+// under qemu-user, which accepts the limit and ignores it (the CPU, wall-clock and output limits
+// still hold there).
 bool worker_memory_limit_enforced();
 
 }  // namespace qvl::media

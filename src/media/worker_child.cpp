@@ -38,6 +38,38 @@ void read_all(int fd, char* data, size_t size) {
   }
 }
 
+// Whether the sanitizers' shadow memory is in this build (it cannot live under the limit).
+constexpr bool sanitizer_build() {
+#if defined(__SANITIZE_ADDRESS__)
+  return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || \
+    __has_feature(thread_sanitizer)
+  return true;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
+
+// qemu-user accepts setrlimit(RLIMIT_AS) and ignores it (the emulator's own allocations share the
+// guest's address space), so a limit only counts if it reads back as set. The probe raises an
+// unlimited soft limit to 2^62 bytes, beyond any address space, and puts it back.
+bool address_space_limit_takes_effect() {
+  rlimit old{};
+  if (::getrlimit(RLIMIT_AS, &old) != 0) return false;
+  if (old.rlim_cur != RLIM_INFINITY) return true;  // already limited: by the kernel
+  rlimit probe = old;
+  probe.rlim_cur = rlim_t{1} << 62;
+  if (::setrlimit(RLIMIT_AS, &probe) != 0) return false;
+  rlimit seen{};
+  const bool applied = ::getrlimit(RLIMIT_AS, &seen) == 0 && seen.rlim_cur == probe.rlim_cur;
+  ::setrlimit(RLIMIT_AS, &old);
+  return applied;
+}
+
 void set_limit(int resource, rlim_t soft, rlim_t hard) {
   const rlimit limit{soft, hard};
   if (::setrlimit(resource, &limit) != 0) std::_Exit(worker_exit::kSetupFailed);
@@ -54,7 +86,7 @@ void confine(const WorkerArgs& args) {
   set_limit(RLIMIT_FSIZE, 0, 0);
   const auto cpu = static_cast<rlim_t>(args.cpu_seconds);
   set_limit(RLIMIT_CPU, cpu, cpu + 1);
-  if (worker_memory_limit_enforced()) {
+  if (!sanitizer_build()) {
     set_limit(RLIMIT_AS, static_cast<rlim_t>(args.memory_bytes),
               static_cast<rlim_t>(args.memory_bytes));
   }
@@ -105,18 +137,8 @@ void WorkerOutput::write(uint8_t tag, std::string_view head, std::string_view bo
 }
 
 bool worker_memory_limit_enforced() {
-#if defined(__SANITIZE_ADDRESS__)
-  return false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer) || \
-    __has_feature(thread_sanitizer)
-  return false;
-#else
-  return true;
-#endif
-#else
-  return true;
-#endif
+  static const bool enforced = !sanitizer_build() && address_space_limit_takes_effect();
+  return enforced;
 }
 
 bool run_worker_if_requested(int argc, char** argv) {

@@ -149,7 +149,10 @@ TEST_F(MediaWorker, UnknownJob) {
 }
 
 TEST_F(MediaWorker, MemoryLimit) {
-  if (!worker_memory_limit_enforced()) GTEST_SKIP() << "sanitizer build: no address-space limit";
+  if (!worker_memory_limit_enforced()) {
+    GTEST_SKIP() << "no address-space limit here (a sanitizer build, or qemu-user, which ignores "
+                    "RLIMIT_AS)";
+  }
   WorkerLimits limits;
   limits.memory_bytes = uint64_t{256} << 20;
   const std::string message = failure("test-memory", limits, ErrorCode::kResourceExhausted);
