@@ -16,6 +16,7 @@
 #include "cli/batch_output.h"
 #include "cli/batch_progress.h"
 #include "cli/sampling_flags.h"
+#include "cli/video_files.h"
 #include "hub/model_pull.h"
 #include "server/api_error.h"
 
@@ -42,6 +43,7 @@ struct BatchOptions {
   std::string output;
   int concurrency = 0;  // 0: the engine's max batch
   SamplingFlags sampling;
+  VideoFlags video;
   bool max_tokens_given = false;
 };
 
@@ -103,9 +105,9 @@ json request_defaults(const BatchOptions& o) {
   return d;
 }
 
-// The body every image's request starts from: optional system turn, then the prompt.
-json image_body_template(const BatchOptions& o) {
-  std::string prompt = o.preset.empty() ? o.prompt : preset_prompt(o.preset);
+// The body every image's (or video's) request starts from: optional system turn, then the prompt.
+json file_body_template(const BatchOptions& o, const std::string& medium) {
+  std::string prompt = o.preset.empty() ? o.prompt : preset_prompt(o.preset, medium);
   if (!o.preset.empty() && !o.prompt.empty()) prompt += "\nFocus on: " + o.prompt;
   json messages = json::array();
   if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
@@ -129,9 +131,10 @@ void run_batch(const BatchOptions& o) {
     fail(ErrorCode::kInvalidArgument, "--json-schema and --json-object exclude each other");
   }
   const json defaults = request_defaults(o);
-  const json image_template = image_mode ? image_body_template(o) : json();
-  BatchInputs inputs =
-      image_mode ? image_inputs(o.inputs, image_template) : request_inputs(o.requests_file);
+  const json image_template = image_mode ? file_body_template(o, "image") : json();
+  BatchInputs inputs = image_mode
+                           ? image_inputs(o.inputs, image_template, file_body_template(o, "video"))
+                           : request_inputs(o.requests_file);
   const ResumeState resume = resume_output(o.output);
   if (resume.cut_partial_line) {
     std::fprintf(stderr, "qvl batch: %s ended in half a line (an interrupted write); removed it\n",
@@ -143,7 +146,8 @@ void run_batch(const BatchOptions& o) {
   }
   const int64_t skipped = static_cast<int64_t>(inputs.items.size() - todo.size());
   if (inputs.ignored_files > 0) {
-    std::fprintf(stderr, "qvl batch: ignoring %lld files without an image extension\n",
+    std::fprintf(stderr,
+                 "qvl batch: ignoring %lld files without an image, document or video extension\n",
                  static_cast<long long>(inputs.ignored_files));
   }
 
@@ -156,6 +160,7 @@ void run_batch(const BatchOptions& o) {
   eo.kv_type = o.kv_type;
   eo.image_min_tokens = o.image_min_tokens;
   eo.image_max_tokens = o.image_max_tokens;
+  o.video.apply(eo);
   const int concurrency = o.concurrency > 0 ? o.concurrency : static_cast<int>(eo.max_batch);
   eo.max_batch = std::max<int64_t>(eo.max_batch, concurrency);
   auto engine = Engine::load(eo);
@@ -248,17 +253,20 @@ void add_batch_command(CLI::App& app) {
   auto o = std::make_shared<BatchOptions>();
   CLI::App* cmd = app.add_subcommand(
       "batch",
-      "Answer a prompt about many images, or a JSONL file of chat requests, into a JSONL file");
+      "Answer a prompt about many images, documents or videos, or a JSONL file of chat requests, "
+      "into a JSONL file");
   cmd->add_option("-m,--model", o->model,
                   "Model folder (Hugging Face layout), pre-packed file (qvl quantize) or hub id")
       ->required();
   cmd->add_option("inputs", o->inputs,
                   "Image files and folders (a folder's .jpg .jpeg .png .webp .gif .bmp files); "
-                  "documents (.pdf .tif .tiff) give one output line per page");
+                  "documents (.pdf .tif .tiff) give one output line per page, videos (.mp4 .m4v "
+                  ".mov .webm .mkv) one line each");
   cmd->add_option("--requests", o->requests_file,
                   "JSONL file: one OpenAI chat request body per line with an id or custom_id "
-                  "(or OpenAI Batch API lines); images as data: or file:// URLs");
-  cmd->add_option("--prompt", o->prompt, "The question for every image (with --preset: a focus)");
+                  "(or OpenAI Batch API lines); images and videos as data: or file:// URLs");
+  cmd->add_option("--prompt", o->prompt,
+                  "The question for every image or video (with --preset: a focus)");
   cmd->add_option("--preset", o->preset, "ocr (read all text verbatim) or describe")
       ->check(CLI::IsMember({"ocr", "describe"}));
   cmd->add_option("--system", o->system, "System prompt for every image");
@@ -281,6 +289,7 @@ void add_batch_command(CLI::App& app) {
       ->check(CLI::IsMember({"f16", "q8"}));
   cmd->add_option("--image-min-tokens", o->image_min_tokens, "Fewest tokens per image");
   cmd->add_option("--image-max-tokens", o->image_max_tokens, "Most tokens per image");
+  o->video.add_to(*cmd);
   o->sampling.add_to(*cmd);
   cmd->callback([o, cmd] {
     o->max_tokens_given = cmd->count("--max-tokens") > 0;

@@ -23,29 +23,39 @@ constexpr const char* kOcrPrompt =
     "not translate, correct, summarise or explain anything, and do not add text that is not in "
     "the image. Output only the extracted text.";
 
-bool has_image_extension(const fs::path& path) {
+std::string lower_extension(const fs::path& path) {
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(),
                  [](unsigned char c) { return std::tolower(c); });
+  return ext;
+}
+
+bool has_image_extension(const fs::path& path) {
+  const std::string ext = lower_extension(path);
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".webp" || ext == ".gif" ||
          ext == ".bmp";
 }
 
 bool has_document_extension(const fs::path& path) {
-  std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
+  const std::string ext = lower_extension(path);
   return ext == ".pdf" || ext == ".tif" || ext == ".tiff";
 }
 
-BatchItem image_item(const std::string& path, const json& body) {
+// Animated GIF and WebP files keep their image extensions: they are read as pictures here.
+bool has_video_extension(const fs::path& path) {
+  const std::string ext = lower_extension(path);
+  return ext == ".mp4" || ext == ".m4v" || ext == ".mov" || ext == ".webm" || ext == ".mkv";
+}
+
+// The file as the first part of the template's last message: an image_url or video_url part.
+BatchItem file_item(const std::string& path, const json& body, const char* part_type) {
   BatchItem item;
   item.id = path;
   item.file = path;
   item.body = body;
   const std::string url = "file://" + fs::absolute(path).lexically_normal().string();
   json& content = item.body["messages"].back()["content"];
-  content.insert(content.begin(), json{{"type", "image_url"}, {"image_url", {{"url", url}}}});
+  content.insert(content.begin(), json{{"type", part_type}, {part_type, {{"url", url}}}});
   return item;
 }
 
@@ -89,21 +99,30 @@ void add_document_items(const std::string& path, const json& body, BatchInputs& 
 
 }  // namespace
 
-std::string preset_prompt(const std::string& preset) {
-  if (preset == "ocr") return kOcrPrompt;
-  if (preset == "describe") return "Describe this image in detail.";
+std::string preset_prompt(const std::string& preset, const std::string& medium) {
+  if (preset == "ocr") {
+    std::string prompt = kOcrPrompt;
+    for (size_t at; (at = prompt.find("the image")) != std::string::npos;) {
+      prompt.replace(at, 9, "the " + medium);
+    }
+    return prompt;
+  }
+  if (preset == "describe") return "Describe this " + medium + " in detail.";
   fail(ErrorCode::kInvalidArgument, "unknown preset '" + preset + "'; use ocr or describe");
 }
 
-BatchInputs image_inputs(const std::vector<std::string>& paths, const json& body) {
+BatchInputs image_inputs(const std::vector<std::string>& paths, const json& body,
+                         const json& video_body) {
   BatchInputs out;
   std::set<std::string> seen;
   const auto add = [&](const std::string& path) {
     if (!seen.insert(path).second) return;
     if (has_document_extension(path)) {
       add_document_items(path, body, out);
+    } else if (has_video_extension(path)) {
+      out.items.push_back(file_item(path, video_body, "video_url"));
     } else {
-      out.items.push_back(image_item(path, body));
+      out.items.push_back(file_item(path, body, "image_url"));
     }
   };
   for (const std::string& path : paths) {
@@ -115,7 +134,8 @@ BatchInputs image_inputs(const std::vector<std::string>& paths, const json& body
     std::vector<std::string> files;
     for (const fs::directory_entry& entry : fs::directory_iterator(path, error)) {
       if (!entry.is_regular_file(error)) continue;
-      if (has_image_extension(entry.path()) || has_document_extension(entry.path())) {
+      if (has_image_extension(entry.path()) || has_document_extension(entry.path()) ||
+          has_video_extension(entry.path())) {
         files.push_back(entry.path().string());
       } else {
         ++out.ignored_files;

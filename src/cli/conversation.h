@@ -1,5 +1,6 @@
 // Building a GenerationRequest from the command line: a question with --image files, or an
-// OpenAI-style messages file whose image parts are file:// paths, plain paths or data: URIs.
+// OpenAI-style messages file whose image and video parts are file:// paths, plain paths or data:
+// URIs.
 #pragma once
 
 #include <string>
@@ -9,9 +10,11 @@
 
 namespace qvl::cli {
 
-// Reads a JSON file holding a messages array (or an object with "messages"). Relative image
-// paths are resolved against the file's folder.
-GenerationRequest request_from_messages_file(const std::string& path, size_t max_image_bytes);
+// Reads a JSON file holding a messages array (or an object with "messages"). Image and video
+// parts (video_url, and video frame lists) name data: URIs, file:// URLs or paths, relative ones
+// resolved against the file's folder.
+GenerationRequest request_from_messages_file(const std::string& path, size_t max_image_bytes,
+                                             size_t max_video_bytes);
 
 // One user turn: the images (in order) followed by the question; optional system turn.
 GenerationRequest request_from_question(const std::string& question,

@@ -30,9 +30,7 @@ struct RunOptions {
   std::vector<std::string> videos;
   std::vector<std::string> files;  // documents: PDF, multi-page TIFF (cli/document_files.h)
   DocumentFileOptions documents;
-  double video_fps = 0;  // 0: the engine's defaults (docs/video.md)
-  int64_t video_max_frames = 0;
-  int64_t video_max_pixels = 0;
+  VideoFlags video;
   int threads = 0;
   std::string quant;         // empty: q8 for a folder, as stored for a pre-packed file
   std::string lm_head;       // empty: the default for quant
@@ -86,14 +84,11 @@ void run(const RunOptions& o) {
   eo.kv_type = o.kv_type;
   eo.image_min_tokens = o.image_min_tokens;
   eo.image_max_tokens = o.image_max_tokens;
-  eo.video_fps = o.video_fps;
-  eo.video_max_fps = o.video_fps;
-  eo.video_max_frames = o.video_max_frames;
-  eo.video_max_pixels = o.video_max_pixels;
+  o.video.apply(eo);
   GenerationRequest req =
       o.messages_file.empty()
           ? request_from_question(o.prompt, o.images, o.system, eo.max_image_bytes)
-          : request_from_messages_file(o.messages_file, eo.max_image_bytes);
+          : request_from_messages_file(o.messages_file, eo.max_image_bytes, eo.max_video_bytes);
   add_video_files(req, o.videos, eo.max_video_bytes);
   add_document_files(req, o.files, o.documents);
   // Loaded after the inputs are read, so that a bad file fails at once.
@@ -173,7 +168,8 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--image", opts->images, "Image file (repeatable; shown before the question)")
       ->allow_extra_args(false);
   cmd->add_option("--messages", opts->messages_file,
-                  "OpenAI-style messages JSON (image parts: file:// paths or data: URIs)");
+                  "OpenAI-style messages JSON (image and video parts: paths, file:// URLs or data: "
+                  "URIs)");
   cmd->add_option("--threads", opts->threads, "Threads (default: physical cores)")
       ->check(CLI::Range(0, ThreadPool::kMaxThreads));
   cmd->add_option("--quant", opts->quant,
@@ -213,12 +209,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_flag("--file-text-only", opts->documents.text_only,
                 "Send each PDF page's text layer instead of its image (born-digital PDFs)");
   cmd->add_option("--file-password", opts->documents.password, "Password of an encrypted PDF");
-  cmd->add_option("--video-fps", opts->video_fps, "Video frames sampled per second (default 2)");
-  cmd->add_option("--video-max-frames", opts->video_max_frames,
-                  "Most frames sampled from a video (default 128)");
-  cmd->add_option("--video-max-pixels", opts->video_max_pixels,
-                  "Most pixels of all of a video's frames together (default 8388608 = 4096 "
-                  "tokens)");
+  opts->video.add_to(*cmd);
   cmd->add_option("--image-min-tokens", opts->image_min_tokens,
                   "Fewest tokens per image (1 token = 32x32 px; default 64)");
   cmd->add_option("--image-max-tokens", opts->image_max_tokens,

@@ -7,6 +7,23 @@
 
 namespace qvl::cli {
 
+void VideoFlags::add_to(CLI::App& cmd) {
+  cmd.add_option("--video-fps", fps, "Video frames sampled per second (default 2)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--video-max-frames", max_frames, "Most frames sampled from a video (default 128)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--video-max-pixels", max_pixels,
+                 "Most pixels of all of a video's frames together (default 8388608 = 4096 "
+                 "tokens)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+void VideoFlags::apply(EngineOptions& options) const {
+  options.video_fps = fps;
+  options.video_max_frames = max_frames;
+  options.video_max_pixels = max_pixels;
+}
+
 void add_video_files(GenerationRequest& request, const std::vector<std::string>& paths,
                      size_t max_bytes) {
   if (paths.empty()) return;

@@ -69,7 +69,7 @@ test('a folder of good, corrupt and non-image files: bad inputs fail their own l
   }
   assert.match(byName['fake.png'].error.message, /unsupported image format/);
   assert.ok(byName['corrupt.jpg'].error.message.length > 0);
-  assert.match(first.stderr, /ignoring 1 files without an image extension/);
+  assert.match(first.stderr, /ignoring 1 files without an image, document or video extension/);
   assert.match(first.stderr, /done 2, failed 2, skipped 0/);
   assert.match(first.stderr, /images\/min/);
   // Again: everything is in the output already.

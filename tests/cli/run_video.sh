@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `qvl run --video FILE`: an MP4 (made here by the ffmpeg program) and an animated GIF become
 # video tokens in the prompt (counts as transformers' processor gives them), per-run settings
-# change the sampling, and a damaged file is a one-line error with a non-zero exit.
+# change the sampling, and a damaged file is a one-line error with a non-zero exit; video parts
+# in a --messages file; `qvl batch --requests` with video parts.
 set -euo pipefail
 QVL=$1 MODEL=$2 OUT=$3
 rm -rf "$OUT" && mkdir -p "$OUT"
@@ -30,6 +31,26 @@ if run --video "$OUT/broken.mp4" "What happens?" > "$OUT/broken.out" 2> "$OUT/br
 fi
 grep -q "video 1: " "$OUT/broken.err" || { echo "no clear error:"; cat "$OUT/broken.err"; exit 1; }
 [ "$(wc -l < "$OUT/broken.err")" -le 2 ] || { echo "error is not one line:"; cat "$OUT/broken.err"; exit 1; }
+# --messages: a video_url by relative path at fps 4 (48 tokens), the GIF as a data URI (8) and a
+# frame list of two 64x64 pictures, one by file:// URL (one pair of 4 x 4 patches: 4 tokens).
+ffmpeg -v error -y -f lavfi -i testsrc=size=64x64:rate=1 -frames:v 2 "$OUT/frame%d.png"
+node -e '
+const fs = require("fs"), out = process.argv[1];
+const gif = "data:image/gif;base64," + fs.readFileSync(out + "/clip.gif").toString("base64");
+fs.writeFileSync(out + "/messages.json", JSON.stringify([{role: "user", content: [
+  {type: "video_url", video_url: {url: "clip.mp4", fps: 4}},
+  {type: "video_url", video_url: gif},
+  {type: "video", video: ["frame1.png", "file://" + out + "/frame2.png"]},
+  {type: "text", text: "Compare"}]}]));
+fs.writeFileSync(out + "/bad_fps.json", JSON.stringify([{role: "user", content: [
+  {type: "video_url", video_url: {url: "clip.mp4", fps: "fast"}}, {type: "text", text: "?"}]}]));
+' "$OUT"
+n=$(run --messages "$OUT/messages.json" | video_tokens)
+[ "$n" = 60 ] || { echo "--messages: $n video tokens, expected 48 + 8 + 4"; exit 1; }
+if run --messages "$OUT/bad_fps.json" > /dev/null 2> "$OUT/bad_fps.err"; then
+  echo "a video fps that is not a number was accepted"; exit 1
+fi
+grep -q "video 'fps' must be a number" "$OUT/bad_fps.err" || { cat "$OUT/bad_fps.err"; exit 1; }
 # qvl batch over a requests file naming the clip (file://, relative to the file) and a missing one.
 cat > "$OUT/requests.jsonl" <<'LINES'
 {"custom_id": "clip", "max_tokens": 2, "messages": [{"role": "user", "content": [{"type": "video_url", "video_url": {"url": "file://clip.mp4"}}, {"type": "text", "text": "What happens?"}]}]}
