@@ -11,9 +11,10 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libmicrohttpd-dev libssl-dev libcurl4-openssl-dev
   libpcre2-dev libutf8proc-dev libhwy-dev
   libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev
-  # documents (docs/documents.md): PDF rendering and multi-page TIFF; the tests' oracle and
-  # encrypted fixtures come from poppler-utils (pdftoppm) and qpdf
-  libpoppler-cpp-dev libtiff-dev poppler-utils qpdf
+  # documents (docs/documents.md): PDF rendering and multi-page TIFF, poppler-data's CMaps for
+  # CJK PDFs without embedded fonts; the tests' oracle and encrypted fixtures come from
+  # poppler-utils (pdftoppm) and qpdf
+  libpoppler-cpp-dev poppler-data libtiff-dev poppler-utils qpdf
   # video (docs/video.md): FFmpeg's libraries (animated WebP uses libwebp-dev's libwebpdemux);
   # the ffmpeg program only encodes the tests' clips
   libavformat-dev libavcodec-dev libswscale-dev libavutil-dev ffmpeg
