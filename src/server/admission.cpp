@@ -56,6 +56,14 @@ Admission::Outcome Admission::enter(Slot& slot, const std::function<bool()>& kee
   }
 }
 
+bool Admission::try_enter(Slot& slot) {
+  std::lock_guard lock(mutex_);
+  if (!waiting_.empty() || active_ >= parallel_) return false;
+  ++active_;
+  slot = Slot(this);
+  return true;
+}
+
 void Admission::leave() {
   {
     std::lock_guard lock(mutex_);

@@ -39,6 +39,10 @@ class Admission {
   Outcome enter(Slot& slot, const std::function<bool()>& keep_waiting,
                 std::chrono::milliseconds poll = std::chrono::milliseconds(50));
 
+  // Takes a slot only if one is free and nobody waits for it (never jumps the queue): a
+  // per-page document request widens its share this way while the server has room.
+  bool try_enter(Slot& slot);
+
   int active() const;
   int queued() const;
   int parallel() const { return parallel_; }

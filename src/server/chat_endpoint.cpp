@@ -1,37 +1,16 @@
 // POST /v1/chat/completions: parse, admit (parallel slots + queue), generate on a job thread,
 // answer as one JSON object or as an SSE stream.
 #include "base/log.h"
-#include "server/api_error.h"
+#include "server/chat_context.h"
+#include "server/choice_stream.h"
 #include "server/file_part.h"
-#include "server/generation_job.h"
-#include "server/logprobs_format.h"
-#include "server/openai_format.h"
-#include "server/server.h"
-#include "server/tool_calls.h"
+#include "server/per_page_request.h"
 #include "server/video_part.h"
 
 namespace qvl::server {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-struct Server::ChatContext {
-  Clock::time_point received;
-  Clock::time_point job_started;
-  CompletionIdentity identity;
-  bool include_usage = false;
-  bool parse_tool_calls = false;
-  bool logprobs = false;
-  ReasoningOutput reasoning = ReasoningOutput::kRaw;
-  double timeout_seconds = 0;
-  // Destroyed bottom-up: the watch ends before the job it points into, the slot frees last (if
-  // the job did not free it when it ended).
-  Admission::Slot slot;
-  std::unique_ptr<GenerationJob> job;
-  ConnectionWatch::Registration registration;
-};
-
-namespace {
 
 ApiError cancelled_error(CancelReason reason, double timeout_seconds) {
   switch (reason) {
@@ -50,7 +29,6 @@ ApiError cancelled_error(CancelReason reason, double timeout_seconds) {
   }
 }
 
-// The error that ended the job, if it did not end normally.
 std::optional<ApiError> job_failure(GenerationJob& job, double timeout_seconds) {
   if (const auto error = job.error()) {
     try {
@@ -71,8 +49,6 @@ std::optional<ApiError> job_failure(GenerationJob& job, double timeout_seconds) 
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 void Server::handle_chat(const HttpRequest& req, HttpResponse& res) {
   const auto received = Clock::now();
@@ -100,7 +76,6 @@ void Server::handle_chat(const HttpRequest& req, HttpResponse& res) {
           fetch_remote_image(remote.url, options_.remote, remote.param);
     }
     fetch_remote_videos(chat, options_.remote, options_.limits);
-    expand_documents(chat, options_.limits);
   } catch (const ApiError& error) {
     return send_error(res, error);
   }
@@ -136,7 +111,27 @@ void Server::handle_chat(const HttpRequest& req, HttpResponse& res) {
     return send_error(res, cancelled_error(reason, options_.request_timeout_seconds));
   }
 
+  // Documents render once the request has its slot, so a queue of big PDFs waits in line instead
+  // of rendering all at once; an error frees the slot (with the context) before the answer.
+  std::vector<PageRequest> pages;
+  try {
+    if (chat.per_page) {
+      pages = expand_document_pages(chat, options_.limits);
+    } else {
+      expand_documents(chat, options_.limits);
+    }
+  } catch (const ApiError& error) {
+    return send_error(res, error);
+  }
+
   context->job_started = Clock::now();
+  if (chat.per_page) {
+    context->pages =
+        std::make_unique<PageJobs>(engine, admission_, std::move(pages), std::move(context->slot));
+    context->registration = watch_.watch(socket_fd, deadline, &context->pages->cancel_state());
+    if (chat.stream) return stream_pages(context, res);
+    return finish_pages(context, res);
+  }
   // The slot frees when the engine is done with the request, not when the last event reached the
   // client: a client's next request (or another's) must not get 429 meanwhile.
   context->job = std::make_unique<GenerationJob>(engine, std::move(chat.generation),
@@ -184,49 +179,21 @@ void Server::stream_chat(const std::shared_ptr<ChatContext>& context, HttpRespon
     };
     bool connected =
         send(sse_event(chunk_json(id, {{"role", "assistant"}, {"content", ""}}, nullptr, usage)));
-    ToolCallStream tools;  // with tools, <tool_call> blocks go out as tool_calls deltas
-    // A Thinking model's reasoning goes out as reasoning_content deltas before the answer.
-    const bool split = context->reasoning != ReasoningOutput::kRaw;
-    ReasoningStream thoughts;
-    auto send_answer = [&](const std::string& text, bool end) {
-      if (!context->parse_tool_calls) {
-        return text.empty() || send(sse_event(chunk_json(id, {{"content", text}}, nullptr, usage)));
-      }
-      for (const json& delta : end ? tools.finish() : tools.feed(text)) {
-        if (!send(sse_event(chunk_json(id, delta, nullptr, usage)))) return false;
+    ChoiceStream choice(context->parse_tool_calls, context->reasoning, context->logprobs);
+    auto send_deltas = [&](const std::vector<ChoiceStream::Delta>& deltas) {
+      for (const ChoiceStream::Delta& delta : deltas) {
+        if (!send(sse_event(chunk_json(id, delta.delta, nullptr, usage, delta.logprobs)))) {
+          return false;
+        }
       }
       return true;
     };
-    auto send_text = [&](const std::string& text, bool end) {
-      if (!split) return send_answer(text, end);
-      const ReasoningDelta delta = end ? thoughts.finish() : thoughts.feed(text);
-      if (!delta.reasoning.empty() && context->reasoning == ReasoningOutput::kSplit &&
-          !send(sse_event(
-              chunk_json(id, {{"reasoning_content", delta.reasoning}}, nullptr, usage)))) {
-        return false;
-      }
-      return send_answer(delta.content, end);
-    };
     while (connected) {
       GenerationJob::Progress progress = job.wait(std::chrono::milliseconds(200));
-      if (!progress.text.empty() || !progress.logprobs.empty()) {
-        if (context->logprobs && !context->parse_tool_calls && !split) {
-          const json logprobs = logprobs_json(progress.logprobs);
-          connected = send(
-              sse_event(chunk_json(id, {{"content", progress.text}}, nullptr, usage, logprobs)));
-        } else {
-          // Tool-call parsing and the reasoning split hold text back: log-probabilities then go
-          // in chunks of their own.
-          connected = send_text(progress.text, false);
-          if (connected && context->logprobs && !progress.logprobs.empty()) {
-            connected = send(sse_event(
-                chunk_json(id, json::object(), nullptr, usage, logprobs_json(progress.logprobs))));
-          }
-        }
-      }
+      connected = send_deltas(choice.feed(progress));
       if (progress.finished) break;
     }
-    if (connected) connected = send_text("", true);
+    if (connected) connected = send_deltas(choice.finish());
     if (!connected) {
       job.wait_finished();
       record_chat_end(*context, 499);
@@ -240,9 +207,8 @@ void Server::stream_chat(const std::shared_ptr<ChatContext>& context, HttpRespon
       record_chat_end(*context, status);
     } else {
       const GenerationResult& result = job.result();
-      const bool called = tools.any_calls() && result.finish == FinishReason::kStop;
-      connected = send(sse_event(chunk_json(
-          id, json::object(), called ? "tool_calls" : finish_reason_name(result.finish), usage)));
+      connected =
+          send(sse_event(chunk_json(id, json::object(), choice.finish_reason(result), usage)));
       if (connected && usage) connected = send(sse_event(usage_chunk_json(id, result.stats)));
       if (connected) connected = send(sse_done());
       record_chat_end(*context, connected ? 200 : 499);
@@ -255,13 +221,15 @@ void Server::stream_chat(const std::shared_ptr<ChatContext>& context, HttpRespon
 void Server::record_chat_end(ChatContext& context, int status) {
   const auto now = Clock::now();
   metrics_.observe_request_latency(std::chrono::duration<double>(now - context.received).count());
-  if (status != 200 || !context.job) return;
-  const GenerationStats& stats = context.job->result().stats;
+  if (status != 200 || !(context.job || context.pages)) return;
+  const GenerationStats stats =
+      context.job ? context.job->result().stats : context.pages->total_stats();
+  GenerationJob& first_job = context.job ? *context.job : *context.pages->job(0);
   metrics_.add_tokens(stats.prompt_tokens, stats.completion_tokens, stats.image_tokens,
                       stats.video_tokens);
   const double queued =
       std::chrono::duration<double>(context.job_started - context.received).count();
-  metrics_.observe_time_to_first_token(queued + context.job->seconds_to_first_text());
+  metrics_.observe_time_to_first_token(queued + first_job.seconds_to_first_text());
   // Pictures and videos go through the same tower: both are "image encode" time.
   if (stats.image_tokens + stats.video_tokens > 0) {
     metrics_.observe_image_encode(stats.image_ms / 1000.0);

@@ -7,6 +7,7 @@
 #include "server/data_uri.h"
 #include "server/file_part.h"
 #include "server/json_body.h"
+#include "server/per_page_request.h"
 #include "server/structured_output.h"
 #include "server/video_part.h"
 
@@ -129,10 +130,6 @@ std::vector<std::string> read_stop(const json& object, const RequestLimits& limi
   }
   return stops;
 }
-
-struct ImageBudget {
-  int64_t max_tokens = 0;  // 0 = engine default
-};
 
 int64_t detail_budget(const json& image_url, const std::string& param, const ModelInfo& model,
                       const RequestLimits& limits) {
@@ -492,6 +489,7 @@ ChatRequest parse_chat_request(std::string_view body, const ModelInfo& model,
   out.generation.top_logprobs = read_logprobs(request);
   const ReasoningOutput reasoning = read_reasoning_output(request);
   out.reasoning = model.thinking ? reasoning : ReasoningOutput::kRaw;
+  out.per_page = read_per_page_mode(request, out);
   return out;
 }
 

@@ -68,6 +68,9 @@ struct ChatRequest {
   std::vector<RemoteImage> remote_images;
   std::vector<RemoteVideo> remote_videos;
   std::vector<DocumentPart> documents;  // file parts, rendered into pages by expand_documents
+  // "document_mode": "per_page": each page of the one document answered on its own
+  // (server/per_page_request.h); the documents are then rendered by expand_document_pages.
+  bool per_page = false;
   bool parse_tool_calls = false;  // tools offered (tool_choice not "none"): answers may call them
   // A Thinking model's reasoning: apart, left out or unparsed (reasoning_split.h). kRaw for
   // Instruct models, which have none.

@@ -184,53 +184,18 @@ std::string page_marker(const DocumentPart& document, int number, int count) {
   return marker;
 }
 
-// The pages of one document as content parts, their images appended to `images`.
-std::vector<ContentPart> render_pages(const DocumentPart& document, const RequestLimits& limits,
-                                      std::vector<ImageInput>& images, int64_t& tokens_used) {
-  media::Document rendered;
-  try {
-    rendered =
-        media::read_document(std::string_view(reinterpret_cast<const char*>(document.bytes.data()),
-                                              document.bytes.size()),
-                             document.type, document.options, limits.documents.render);
-  } catch (const Error& error) {
-    if (error.code() == ErrorCode::kIo) throw;  // the server could not start its renderer: 500
-    fail_request(
-        document.param, error.what(),
-        error.code() == ErrorCode::kResourceExhausted ? "document_limit_exceeded" : "invalid_file");
+// One server-wide gate, sized by the first caller's limits (they are the server's).
+RenderGate::Ticket enter_render_gate(const RequestLimits& limits) {
+  static RenderGate gate(std::max(limits.documents.concurrent_renders, 1));
+  const auto wait =
+      std::chrono::milliseconds(static_cast<int64_t>(limits.documents.render.max_seconds * 1000));
+  RenderGate::Ticket ticket = gate.enter(wait);
+  if (!ticket.held()) {
+    throw ApiError(503, "server_error",
+                   "the server is busy rendering other documents; retry the request", "",
+                   "documents_busy");
   }
-  std::vector<ContentPart> parts;
-  for (const media::DocumentPage& page : rendered.pages) {
-    const std::string marker = page_marker(document, page.number, rendered.page_count);
-    if (!document.options.images) {
-      parts.push_back({ContentPart::Kind::kText,
-                       marker + " (its text layer):\n" + page.text.value_or("") + "\n", -1});
-      continue;
-    }
-    parts.push_back({ContentPart::Kind::kText, marker + ":\n", -1});
-    ImageInput image;
-    image.bytes = media::encode_bmp(page.image);
-    if (image.bytes.size() > limits.max_image_bytes) {
-      fail_request(document.param,
-                   "page " + std::to_string(page.number) + " renders to " +
-                       std::to_string(image.bytes.size() >> 20) +
-                       " MiB, above the image limit (--max-image-mb); lower the "
-                       "page budget (--document-page-tokens or detail)",
-                   "document_limit_exceeded");
-    }
-    // The page is already at its budget in 32-pixel blocks: the image path keeps it as it is.
-    image.max_tokens = int64_t{page.image.width} * page.image.height / kPixelsPerToken;
-    image.min_tokens = image.max_tokens;
-    tokens_used += image.max_tokens;
-    parts.push_back({ContentPart::Kind::kImage, {}, static_cast<int>(images.size())});
-    images.push_back(std::move(image));
-    if (page.text) {
-      parts.push_back(
-          {ContentPart::Kind::kText,
-           "\nText layer of page " + std::to_string(page.number) + ":\n" + *page.text + "\n", -1});
-    }
-  }
-  return parts;
+  return ticket;
 }
 
 }  // namespace
@@ -300,30 +265,85 @@ ContentPart parse_file_part(const json& part, const std::string& param, const Re
   return ContentPart{ContentPart::Kind::kText, {}, -2 - index};
 }
 
+std::vector<RenderedPage> render_document(DocumentPart& document, const RequestLimits& limits) {
+  if (!document.url.empty()) {
+    set_document_bytes(document,
+                       read_file_url(document.url, limits.documents.render.max_bytes,
+                                     document.param + ".file_url"),
+                       "", document.param + ".file_url");
+  }
+  const RenderGate::Ticket ticket = enter_render_gate(limits);
+  media::Document rendered;
+  try {
+    rendered =
+        media::read_document(std::string_view(reinterpret_cast<const char*>(document.bytes.data()),
+                                              document.bytes.size()),
+                             document.type, document.options, limits.documents.render);
+  } catch (const Error& error) {
+    if (error.code() == ErrorCode::kIo) throw;  // the server could not start its renderer: 500
+    fail_request(
+        document.param, error.what(),
+        error.code() == ErrorCode::kResourceExhausted ? "document_limit_exceeded" : "invalid_file");
+  }
+  std::vector<RenderedPage> pages;
+  for (const media::DocumentPage& page : rendered.pages) {
+    RenderedPage& out = pages.emplace_back();
+    out.number = page.number;
+    const std::string marker = page_marker(document, page.number, rendered.page_count);
+    if (!document.options.images) {
+      out.parts.push_back({ContentPart::Kind::kText,
+                           marker + " (its text layer):\n" + page.text.value_or("") + "\n", -1});
+      continue;
+    }
+    out.parts.push_back({ContentPart::Kind::kText, marker + ":\n", -1});
+    ImageInput& image = out.image.emplace();
+    image.bytes = media::encode_bmp(page.image);
+    if (image.bytes.size() > limits.max_image_bytes) {
+      fail_request(document.param,
+                   "page " + std::to_string(page.number) + " renders to " +
+                       std::to_string(image.bytes.size() >> 20) +
+                       " MiB, above the image limit (--max-image-mb); lower the "
+                       "page budget (--document-page-tokens or detail)",
+                   "document_limit_exceeded");
+    }
+    // The page is already at its budget in 32-pixel blocks: the image path keeps it as it is.
+    image.max_tokens = int64_t{page.image.width} * page.image.height / kPixelsPerToken;
+    image.min_tokens = image.max_tokens;
+    out.parts.push_back({ContentPart::Kind::kImage, {}, 0});
+    if (page.text) {
+      out.parts.push_back(
+          {ContentPart::Kind::kText,
+           "\nText layer of page " + std::to_string(page.number) + ":\n" + *page.text + "\n", -1});
+    }
+  }
+  return pages;
+}
+
+void replace_document_placeholders(std::vector<Message>& messages,
+                                   std::vector<std::vector<ContentPart>>& documents) {
+  for (Message& message : messages) {
+    std::vector<ContentPart> parts;
+    for (ContentPart& part : message.parts) {
+      const int document = -2 - part.image_index;
+      if (part.kind == ContentPart::Kind::kText && document >= 0 &&
+          static_cast<size_t>(document) < documents.size()) {
+        for (ContentPart& page_part : documents[document]) parts.push_back(std::move(page_part));
+      } else {
+        parts.push_back(std::move(part));
+      }
+    }
+    message.parts = std::move(parts);
+  }
+}
+
 void expand_documents(ChatRequest& chat, const RequestLimits& limits) {
   if (chat.documents.empty()) return;
   std::vector<ImageInput>& images = chat.generation.images;
-  // One server-wide gate, sized by the first request's limits (they are the server's).
-  static RenderGate gate(std::max(limits.documents.concurrent_renders, 1));
-  const auto wait =
-      std::chrono::milliseconds(static_cast<int64_t>(limits.documents.render.max_seconds * 1000));
-  const RenderGate::Ticket ticket = gate.enter(wait);
-  if (!ticket.held()) {
-    throw ApiError(503, "server_error",
-                   "the server is busy rendering other documents; retry the request", "",
-                   "documents_busy");
-  }
   int64_t left = limits.max_total_image_tokens;
   for (const ImageInput& image : images) left -= image.max_tokens;
   std::vector<std::vector<ContentPart>> pages(chat.documents.size());
   for (size_t i = 0; i < chat.documents.size(); ++i) {
     DocumentPart& document = chat.documents[i];
-    if (!document.url.empty()) {
-      set_document_bytes(document,
-                         read_file_url(document.url, limits.documents.render.max_bytes,
-                                       document.param + ".file_url"),
-                         "", document.param + ".file_url");
-    }
     const auto documents_left = static_cast<int64_t>(chat.documents.size() - i);
     document.options.total_max_tokens = std::max<int64_t>(left / documents_left, 1);
     if (document.options.images && left / documents_left < 4) {
@@ -333,23 +353,18 @@ void expand_documents(ChatRequest& chat, const RequestLimits& limits) {
                        " per request, --max-image-tokens-per-request); send fewer images or pages",
                    "too_many_images");
     }
-    int64_t used = 0;
-    pages[i] = render_pages(document, limits, images, used);
-    left -= used;
-  }
-  for (Message& message : chat.generation.messages) {
-    std::vector<ContentPart> parts;
-    for (ContentPart& part : message.parts) {
-      const int document = -2 - part.image_index;
-      if (part.kind == ContentPart::Kind::kText && document >= 0 &&
-          static_cast<size_t>(document) < pages.size()) {
-        for (ContentPart& page_part : pages[document]) parts.push_back(std::move(page_part));
-      } else {
-        parts.push_back(std::move(part));
+    for (RenderedPage& page : render_document(document, limits)) {
+      for (ContentPart& part : page.parts) {
+        if (part.kind == ContentPart::Kind::kImage) {
+          part.image_index = static_cast<int>(images.size());
+          left -= page.image->max_tokens;
+          images.push_back(std::move(*page.image));
+        }
+        pages[i].push_back(std::move(part));
       }
     }
-    message.parts = std::move(parts);
   }
+  replace_document_placeholders(chat.generation.messages, pages);
   chat.documents.clear();  // the bytes are not needed any more
 }
 

@@ -92,14 +92,19 @@ json completion_json(const CompletionIdentity& identity, const GenerationResult&
                  {"message", message},
                  {"logprobs", with_logprobs ? logprobs_json(result.logprobs) : json(nullptr)},
                  {"finish_reason", finish}};
+  return completion_with_choices(identity, json::array({choice}), result.stats);
+}
+
+json completion_with_choices(const CompletionIdentity& identity, json choices,
+                             const GenerationStats& stats) {
   return {{"id", identity.id},
           {"object", "chat.completion"},
           {"created", identity.created},
           {"model", identity.model},
-          {"choices", json::array({choice})},
-          {"usage", usage_json(result.stats)},
+          {"choices", std::move(choices)},
+          {"usage", usage_json(stats)},
           {"system_fingerprint", nullptr},
-          {"timings", timings_json(result.stats)}};
+          {"timings", timings_json(stats)}};
 }
 
 json chunk_json(const CompletionIdentity& identity, const json& delta, const char* finish_reason,

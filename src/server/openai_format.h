@@ -36,6 +36,11 @@ nlohmann::json completion_json(const CompletionIdentity& identity, const Generat
                                bool parse_tool_calls = false, bool with_logprobs = false,
                                ReasoningOutput reasoning = ReasoningOutput::kRaw);
 
+// A chat.completion with these choices (e.g. one per page of a per-page document request) and
+// `stats` as its usage and timings.
+nlohmann::json completion_with_choices(const CompletionIdentity& identity, nlohmann::json choices,
+                                       const GenerationStats& stats);
+
 // One chat.completion.chunk. `with_usage_field` adds "usage": null, as OpenAI does on every
 // chunk when stream_options.include_usage is set.
 // `logprobs`: the choice's logprobs object (see logprobs_format.h), null when not asked for.

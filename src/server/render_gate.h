@@ -1,6 +1,7 @@
 // Bounds how many documents render at once across the server. Each render is a media worker
-// process busy for up to --max-document-seconds, and rendering happens before a request takes a
-// generation slot, so without a bound a burst of PDFs would start a renderer per request.
+// process busy for up to --max-document-seconds; a request renders once it holds a generation
+// slot (qvl batch before its engine call), and with many slots (--parallel) a burst of PDFs would
+// otherwise start a renderer per slot.
 #pragma once
 
 #include <chrono>

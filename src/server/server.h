@@ -91,6 +91,9 @@ class Server {
   void handle_media_preview(const HttpRequest& req, HttpResponse& res);
   void finish_chat(const std::shared_ptr<ChatContext>& context, HttpResponse& res);
   void stream_chat(const std::shared_ptr<ChatContext>& context, HttpResponse& res);
+  // "document_mode": "per_page" (chat_pages.cpp): one choice per page.
+  void finish_pages(const std::shared_ptr<ChatContext>& context, HttpResponse& res);
+  void stream_pages(const std::shared_ptr<ChatContext>& context, HttpResponse& res);
   void record_chat_end(ChatContext& context, int status);
   std::string model_id() const;
 

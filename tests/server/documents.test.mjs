@@ -10,19 +10,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { startServer } from './helpers.mjs';
-import { twoPagePdf } from './make_pdf.mjs';
+import { runLengthBombPdf, twoPagePdf } from './make_pdf.mjs';
 
 const twoPages = twoPagePdf();
-// Content behind four chained RunLengthDecode filters: 4 KiB that would expand to 68 GB.
-const bomb = Buffer.concat([
-  Buffer.from('%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n' +
-              '2 0 obj\n<< /Type /Pages /Kids [3 0 R] /Count 1 >>\nendobj\n' +
-              '3 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>\nendobj\n' +
-              '4 0 obj\n<< /Filter [/RunLengthDecode /RunLengthDecode /RunLengthDecode /RunLengthDecode] ' +
-              '/Length 4096 >>\nstream\n', 'latin1'),
-  Buffer.alloc(4096, 0x81),
-  Buffer.from('\nendstream\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n', 'latin1'),
-]);
+const bomb = runLengthBombPdf();
 
 const dataUri = (bytes, mime = 'application/pdf') => `data:${mime};base64,${bytes.toString('base64')}`;
 const filePart = (bytes, extra = {}) =>

@@ -32,3 +32,15 @@ export const twoPagePdf = () => makePdf([
   { content: pdfText(72, 700, 24, 'Invoice 2026-0042') + pdfText(72, 660, 12, 'Total: 24.40') },
   { width: 300, height: 200, content: pdfText(20, 100, 14, 'Parcel label 7') },
 ]);
+
+// Content behind four chained RunLengthDecode filters: 4 KiB that would expand to 68 GB; rendering
+// it runs until the time limit (--max-document-seconds).
+export const runLengthBombPdf = () => Buffer.concat([
+  Buffer.from('%PDF-1.7\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n' +
+              '2 0 obj\n<< /Type /Pages /Kids [3 0 R] /Count 1 >>\nendobj\n' +
+              '3 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>\nendobj\n' +
+              '4 0 obj\n<< /Filter [/RunLengthDecode /RunLengthDecode /RunLengthDecode /RunLengthDecode] ' +
+              '/Length 4096 >>\nstream\n', 'latin1'),
+  Buffer.alloc(4096, 0x81),
+  Buffer.from('\nendstream\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n', 'latin1'),
+]);

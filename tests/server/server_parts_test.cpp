@@ -90,6 +90,29 @@ TEST(Admission, GivingUpLeavesTheQueue) {
   EXPECT_FALSE(static_cast<bool>(second));
 }
 
+TEST(Admission, TryEnterTakesOnlyAFreeSlotNobodyWaitsFor) {
+  Admission admission(2, 4);
+  Admission::Slot first, extra;
+  ASSERT_EQ(admission.enter(first, {}), Admission::Outcome::kAdmitted);
+  EXPECT_TRUE(admission.try_enter(extra));
+  EXPECT_EQ(admission.active(), 2);
+  Admission::Slot none;
+  EXPECT_FALSE(admission.try_enter(none));  // both slots taken
+  EXPECT_FALSE(static_cast<bool>(none));
+  std::thread waiter([&] {
+    Admission::Slot queued;
+    EXPECT_EQ(admission.enter(queued, {}, std::chrono::milliseconds(5)),
+              Admission::Outcome::kAdmitted);
+  });
+  while (admission.queued() == 0) std::this_thread::yield();
+  // A slot frees while someone waits: the waiter gets it, try_enter does not jump the queue.
+  extra.release();
+  EXPECT_FALSE(admission.try_enter(none));
+  waiter.join();
+  EXPECT_TRUE(admission.try_enter(none));
+  EXPECT_EQ(admission.active(), 2);
+}
+
 TEST(Access, ApiKey) {
   EXPECT_TRUE(path_needs_api_key("/v1/chat/completions"));
   EXPECT_TRUE(path_needs_api_key("/v1/models"));
