@@ -1,4 +1,5 @@
-// Talks to the qvl server on the page's own origin: /props and streamed chat completions.
+// Talks to the qvl server on the page's own origin: /props, media previews and streamed chat
+// completions.
 
 export class ApiFailure extends Error {
   // kind: 'http' (status set), 'network' (connection lost), 'stream' (error event mid-answer)
@@ -29,6 +30,25 @@ export async function fetchProps(apiKey) {
   try {
     res = await fetch('/props', { headers: authHeaders(apiKey), cache: 'no-store' });
   } catch {
+    throw new ApiFailure('network', 'cannot reach the server');
+  }
+  if (!res.ok) throw await failureFrom(res);
+  return res.json();
+}
+
+// POST /v1/media/preview: what the server makes of one video or document part (sampled frames,
+// rendered pages, token counts); throws ApiFailure with the server's message.
+export async function fetchPreview(part, apiKey, signal) {
+  let res;
+  try {
+    res = await fetch('/v1/media/preview', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...authHeaders(apiKey) },
+      body: JSON.stringify({ part }),
+      signal,
+    });
+  } catch (error) {
+    if (error.name === 'AbortError') throw error;
     throw new ApiFailure('network', 'cannot reach the server');
   }
   if (!res.ok) throw await failureFrom(res);

@@ -1,8 +1,11 @@
 // The composer's attachments. A tile appears the moment a file is added (pending, with a
 // spinner, its name and size) and fills in when the image is ready (dimensions, token
-// estimate). Each attachment belongs to the conversation it was added in, so an image still
-// being prepared can never ride along with a message elsewhere.
+// estimate) or when the server has previewed a video or document (media_tiles.js). Each
+// attachment belongs to the conversation it was added in, so an image still being prepared can
+// never ride along with a message elsewhere.
 import { prepareImage } from './images.js';
+import { prepareMedia } from './media.js';
+import { mediaTile } from './media_tiles.js';
 import { estimateImageTokens } from './tokens.js';
 import { getCachedImage, putImage } from './store.js';
 import { thumbnail } from './view.js';
@@ -51,11 +54,33 @@ export class Attachments {
     return entry;
   }
 
+  // Adds a video or document (kind from media.js): checked against the server's limits, then
+  // previewed by the server; `done(entry, error, duplicate)` as for images.
+  addMedia(file, kind, conversationId, props, apiKey, done) {
+    const entry = { key: nextKey++, conversation: conversationId, status: 'pending', stage: 'previewing', name: file.name || `pasted ${kind}`, size: file.size, image: null };
+    this.entries.push(entry);
+    prepareMedia(file, kind, props, apiKey).then(async (record) => {
+      if (!this.entries.includes(entry)) return;
+      if (this.of(conversationId).some((e) => e.image && e.image.id === record.id)) {
+        this.remove(entry.key);
+        done(entry, new Error(`${record.name} is attached already`), true);
+        return;
+      }
+      await putImage(record);
+      Object.assign(entry, { image: record, status: 'ready' });
+      done(entry, null);
+    }, (error) => {
+      this.remove(entry.key);
+      done(entry, error);
+    });
+    return entry;
+  }
+
   // Puts images already stored (a refused question's) back in the composer.
   restore(conversationId, ids) {
     for (const id of ids) {
       const image = getCachedImage(id);
-      if (!image || this.of(conversationId).some((e) => e.image && e.image.id === id)) continue;
+      if (!image || (image.kind && !image.dataUrl) || this.of(conversationId).some((e) => e.image && e.image.id === id)) continue;
       this.entries.push({ key: nextKey++, conversation: conversationId, status: 'ready', name: image.name, size: Math.round(image.dataUrl.length * 0.75), image, detail: image.detail || null });
     }
   }
@@ -86,7 +111,9 @@ function detailSelect(entry, defaultDetail) {
 // Fills `list` with a tile per entry and `summary` with the total against the budget.
 export function renderAttachments(list, summary, entries, props, defaultDetail) {
   const image = (props && props.image) || {};
-  const ready = entries.filter((e) => e.status === 'ready');
+  const ready = entries.filter((e) => e.status === 'ready' && !e.image.kind);
+  const media = entries.filter((e) => e.image && e.image.kind);
+  const mediaTokens = media.reduce((sum, e) => sum + (e.image.preview.video_tokens ?? e.image.preview.image_tokens ?? 0), 0);
   const tokens = estimateImageTokens(ready.map((e) => ({ width: e.image.width, height: e.image.height, detail: e.detail || defaultDetail })), image);
   const items = entries.map((entry) => {
     const li = document.createElement('li');
@@ -100,13 +127,15 @@ export function renderAttachments(list, summary, entries, props, defaultDetail) 
     name.title = entry.name;
     const meta = document.createElement('span');
     meta.className = 'tile-meta';
-    if (entry.status === 'pending') {
+    if (entry.image && entry.image.kind) {
+      mediaTile(entry, li);
+    } else if (entry.status === 'pending') {
       const spinner = document.createElement('span');
       spinner.className = 'spinner';
       spinner.setAttribute('aria-hidden', 'true');
       li.append(spinner);
       li.setAttribute('aria-busy', 'true');
-      const stage = { reading: 'Reading', decoding: 'Decoding', redrawing: 'Resizing' }[entry.stage] || 'Preparing';
+      const stage = { reading: 'Reading', decoding: 'Decoding', redrawing: 'Resizing', previewing: 'Asking the server' }[entry.stage] || 'Preparing';
       meta.textContent = `${stage}… ${formatBytes(entry.size)}`;
       info.append(name, meta);
     } else {
@@ -137,8 +166,10 @@ export function renderAttachments(list, summary, entries, props, defaultDetail) 
   list.hidden = items.length === 0;
   const total = tokens.reduce((a, b) => a + (b || 0), 0);
   const budget = image.max_total_tokens;
-  summary.hidden = ready.length === 0;
+  summary.hidden = ready.length + media.length === 0;
   summary.dataset.tokens = String(total);
-  summary.textContent = ready.length ? `Images: ≈ ${total} tokens${budget ? ` of ${budget} per request` : ''}` : '';
+  summary.dataset.mediaTokens = String(mediaTokens);
+  summary.textContent = [ready.length ? `Images: ≈ ${total} tokens${budget ? ` of ${budget} per request` : ''}` : '',
+    media.length ? `Videos and pages: ${mediaTokens} tokens` : ''].filter(Boolean).join(' · ');
   return total;
 }

@@ -1,10 +1,12 @@
 // Conversations as data, and the chat request built from one.
 //   conversation: { id, title, created, updated, messages: [message] }
-//   user message: { role: 'user', text, preset, images: [imageId] }
+//   user message: { role: 'user', text, preset, images: [imageId] } (ids of videos and
+//                 documents too: media.js records, sent with their own question)
 //   assistant message: { role: 'assistant', text, state: 'done'|'stopped'|'error'|'streaming',
 //                        stats: { ttftMs, tokensPerSecond, promptTokens, imageTokens,
 //                                 completionTokens }, finish }
 import { getCachedImage } from './store.js';
+import { mediaPart } from './media.js';
 import { presetSampling, promptFor, presetLabel } from './presets.js';
 
 export function newConversation() {
@@ -58,7 +60,8 @@ export function contextPlan(messages, current, settings, props) {
     const m = messages[i];
     if (m.role !== 'user') continue;
     for (const id of m.images || []) {
-      if (!isLive(m) || !getCachedImage(id)) continue;
+      const image = getCachedImage(id);
+      if (!isLive(m) || !image || image.kind) continue;
       all.add(id);
       if (!firstUse.has(id)) firstUse.set(id, i);
       lastUse.set(id, i);
@@ -106,6 +109,12 @@ export function buildRequest(conversation, current, settings, props) {
     }
     const text = promptFor(message.preset, message.text);
     const parts = [];
+    // Videos and documents go with their own question while it is in the history window (and
+    // while the tab still holds their bytes: store.js).
+    for (const id of message.images || []) {
+      const record = getCachedImage(id);
+      if (record && record.kind && record.dataUrl) parts.push(mediaPart(record));
+    }
     for (const id of imagesAt.get(i) || []) {
       const image = getCachedImage(id);
       parts.push({ type: 'image_url', image_url: { url: image.dataUrl, detail: image.detail || detail } });

@@ -1,7 +1,7 @@
 // The page's controls: message actions (copy, edit, OCR view, grounding image, lightbox),
 // presets, the composer's inputs (keys, files, paste, drop), the conversation list, export and
 // import, and the keyboard (Escape stops an answer or closes the drawer).
-import { imageFiles } from './images.js';
+import { attachableFiles } from './images.js';
 import { PRESETS } from './presets.js';
 import { getCachedImage, pruneImages } from './store.js';
 import { titleFor } from './chat.js';
@@ -10,6 +10,8 @@ import { setDrawer } from './sidebar.js';
 import { openSettings } from './settings.js';
 import { copyText, downloadText } from './clipboard.js';
 import { conversationJson, conversationMarkdown, importConversation } from './export.js';
+import { frameFigure } from './media_view.js';
+import { pagesJson, pagesMarkdown, pagesText } from './page_ocr.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -24,6 +26,15 @@ export function wireControls(app) {
     if (zoom) {
       const image = getCachedImage(zoom.dataset.zoom);
       if (image) openLightbox(zoom.querySelector('img'), image.name);
+      return;
+    }
+    const time = event.target.closest('[data-action="time"]');
+    if (time) {
+      const record = getCachedImage(time.dataset.media);
+      if (record) {
+        const { figure, frame: shown } = frameFigure(record, Number(time.dataset.seconds));
+        openLightbox(figure, `${record.name} at ${shown.timestamp.toFixed(1)} s`);
+      }
       return;
     }
     const frame = event.target.closest('.grounding-frame');
@@ -41,6 +52,17 @@ export function wireControls(app) {
       case 'copy': copyText(messages[index].text, button); break;
       case 'download-text': downloadText(`${(state.current.title || 'text').slice(0, 40)}.txt`, messages[index].text); break;
       case 'download-md': downloadText(`${(state.current.title || 'text').slice(0, 40)}.md`, messages[index].text, 'text/markdown'); break;
+      case 'pages-txt':
+      case 'pages-md':
+      case 'pages-json': {
+        const answer = messages[index];
+        const name = (getCachedImage(answer.document) || {}).name || 'document';
+        const base = name.replace(/\.[^.]+$/, '');
+        if (button.dataset.action === 'pages-txt') downloadText(`${base}.txt`, pagesText(answer));
+        else if (button.dataset.action === 'pages-md') downloadText(`${base}.md`, pagesMarkdown(answer, name), 'text/markdown');
+        else downloadText(`${base}.json`, pagesJson(answer), 'application/json');
+        break;
+      }
       case 'ocr-side':
         messages[index].side = !messages[index].side;
         persist();
@@ -137,13 +159,14 @@ export function wireControls(app) {
       ui.prompt.focus();
     });
     ui.attachments.addEventListener('change', (e) => {
+      if (!e.target.dataset.detailKey) return;  // a video's or document's setting: media_tiles.js
       const entry = state.attachments.entries.find((a) => a.key === Number(e.target.dataset.detailKey));
       if (entry) entry.detail = e.target.value;
       renderComposer();
       ui.attachments.querySelector(`[data-detail-key="${e.target.dataset.detailKey}"]`)?.focus();
     });
     document.addEventListener('paste', (e) => {
-      const files = imageFiles(e.clipboardData);
+      const files = attachableFiles(e.clipboardData);
       if (files.length) {
         e.preventDefault();
         addFiles(files);
@@ -158,7 +181,7 @@ export function wireControls(app) {
       e.preventDefault();
       dragDepth = 0;
       ui.dropOverlay.hidden = true;
-      const files = imageFiles(e.dataTransfer);
+      const files = attachableFiles(e.dataTransfer);
       if (files.length) addFiles(files);
     });
     ui.messageList.addEventListener('click', onMessageAction);

@@ -3,7 +3,7 @@
 // larger than the model can use anyway.
 
 // 64-bit FNV-1a over the bytes, as hex (crypto.subtle is missing on plain-http LAN origins).
-function contentHash(bytes) {
+export function contentHash(bytes) {
   let h1 = 0x811c9dc5;
   let h2 = 0x01000193 ^ bytes.length;
   for (let i = 0; i < bytes.length; i++) {
@@ -14,7 +14,7 @@ function contentHash(bytes) {
     bytes.length.toString(16);
 }
 
-function readAsDataUrl(blob) {
+export function readAsDataUrl(blob) {
   return new Promise((resolve, reject) => {
     const reader = new FileReader();
     reader.onload = () => resolve(reader.result);
@@ -120,13 +120,14 @@ export async function prepareImage(file, limits, onStage = () => {}) {
   }
 }
 
-// Image files among a DataTransfer's items (drop or paste).
-export function imageFiles(dataTransfer) {
+// Files a DataTransfer (drop or paste) holds that the page may attach: images, videos, PDFs.
+const attachable = (type) => !type || type.startsWith('image/') || type.startsWith('video/') || type === 'application/pdf';
+export function attachableFiles(dataTransfer) {
   if (!dataTransfer) return [];
   const files = [...(dataTransfer.files || [])];
-  if (files.length) return files.filter((f) => !f.type || f.type.startsWith('image/'));
+  if (files.length) return files.filter((f) => attachable(f.type));
   return [...(dataTransfer.items || [])]
-    .filter((item) => item.kind === 'file' && item.type.startsWith('image/'))
+    .filter((item) => item.kind === 'file' && attachable(item.type))
     .map((item) => item.getAsFile())
     .filter(Boolean);
 }

@@ -4,7 +4,7 @@ import { ApiFailure, fetchProps, streamChat } from './api.js';
 import { addReasoning, endReasoning } from './reasoning.js';
 import { buildRequest, contextPlan, newConversation, statsFrom, titleFor } from './chat.js';
 import { PRESETS } from './presets.js';
-import { loadConversations, loadImages, loadSettings, pruneImages, putImage, saveConversations, saveSettings } from './store.js';
+import { getCachedImage, loadConversations, loadImages, loadSettings, pruneImages, putImage, saveConversations, saveSettings } from './store.js';
 import { fillAssistant, refreshWaiting, renderMessages } from './view.js';
 import { applyTheme, initSettings, openSettings } from './settings.js';
 import { Attachments, renderAttachments } from './attachments.js';
@@ -13,7 +13,9 @@ import { initLightbox } from './lightbox.js';
 import { modelLine } from './model_line.js';
 import { renderSidebar, setDrawer, undoToast } from './sidebar.js';
 import { wireControls } from './controls.js';
-import { MAX_ASPECT_RATIO } from './tokens.js';
+import { addFiles as addFilesTo } from './add_files.js';
+import { wireMediaTiles } from './media_tiles.js';
+import { answerPages } from './page_ocr.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -231,44 +233,6 @@ function deleteConversation(id) {
   }, () => pruneImages(usedImageIds()));
 }
 
-// ---- attachments -------------------------------------------------------------------------
-function imageLimits() {
-  const image = (state.props && state.props.image) || {};
-  const tokens = Math.max(image.high_detail_max_tokens || 1280, image.max_tokens || 0);
-  return {
-    maxPixels: tokens * (image.pixels_per_token || 1024) * 2,
-    maxBytes: Math.floor((image.max_image_bytes || 16 << 20) * 0.7),
-    maxCount: image.max_images_per_request || 8,
-    maxAspect: MAX_ASPECT_RATIO,
-  };
-}
-
-// File names in messages: long ones keep their start and their extension.
-const shortName = (name) => (name.length > 48 ? `${name.slice(0, 32)}…${name.slice(-12)}` : name);
-
-function addFiles(files) {
-  const limits = imageLimits();
-  const conversation = state.current;
-  for (const file of files) {
-    if (state.attachments.of(conversation.id).length >= limits.maxCount) {
-      notice(`At most ${limits.maxCount} images per message.`);
-      break;
-    }
-    state.attachments.add(file, conversation.id, limits, (entry, error, duplicate) => {
-      if (duplicate) notice(`${shortName(entry.name)} is attached already.`);
-      else if (error) notice(`Could not add ${shortName(entry.name)}: ${error.message.replace(entry.name, 'it')}.`);
-      else {
-        const p = entry.prepared;
-        if (p.converted) notice(`${shortName(p.name)} was converted from ${p.converted} to PNG (the server reads JPEG, PNG, WebP, GIF and BMP).`);
-        if (p.padded) notice(`${shortName(p.name)} is ${p.originalWidth}×${p.originalHeight}, thinner than the ${MAX_ASPECT_RATIO}:1 the model accepts: it was padded to ${p.width}×${p.height}.`);
-        else if (p.scaled) notice(`${shortName(p.name)} was scaled to ${p.width}×${p.height}, the most the model can use.`);
-      }
-      if (state.current === conversation) renderComposer();
-    }, () => { if (state.current === conversation) renderComposer(); });
-  }
-  renderComposer();
-}
-
 // ---- sending -----------------------------------------------------------------------------
 function stopGenerating() {
   if (state.controller) state.controller.abort();
@@ -417,8 +381,17 @@ function retryLast(conversation, autoRetry = true) {
   let previous = null;
   while (messages.length && messages[messages.length - 1].role === 'assistant') previous = messages.pop();
   if (!messages.length || messages[messages.length - 1].failed) return;
+  // A page-by-page reading is read again page by page (while the tab holds the document).
+  const pdf = previous && previous.kind === 'pages' && getCachedImage(previous.document);
+  if (pdf && pdf.dataUrl) {
+    readPagesAnswer(pdf);
+    return;
+  }
   generate(autoRetry, { previous: previous && previous.state !== 'error' ? previous : null });
 }
+
+const readPagesAnswer = (record) => answerPages(record, { state, ui, persist, hideError, renderConversation,
+  renderComposer, scrollToEnd, nearBottom, showFailure: (failure) => showError(describeFailure(failure), null) });
 
 function send() {
   if (busy()) return;
@@ -444,6 +417,8 @@ function send() {
       putImage(entry.image);
     }
   }
+  // Read text with a document attached: one answer per chosen page (page_ocr.js).
+  const pdf = preset === 'ocr' && taken.map((e) => e.image).find((image) => image.kind === 'document');
   const message = { role: 'user', text, preset, images: taken.map((e) => e.image.id) };
   // Tasks on "the image" with nothing attached use the conversation's latest image again.
   if (preset !== 'ask' && !message.images.length) message.images = [lastImages.images[lastImages.images.length - 1]];
@@ -452,7 +427,11 @@ function send() {
   if (!state.conversations.includes(c)) state.conversations.push(c);
   ui.prompt.value = '';
   autoGrow();
-  generate();
+  if (pdf) {
+    readPagesAnswer(pdf);
+  } else {
+    generate();
+  }
 }
 
 // ---- wiring ------------------------------------------------------------------------------
@@ -468,6 +447,16 @@ function autoGrow() {
 }
 
 applyTheme(state.settings.theme);
+const addFiles = (files) => addFilesTo(files, { state, notice, renderComposer });
+wireMediaTiles(ui.attachments, {
+  find: (key) => state.attachments.entries.find((e) => e.key === key && e.image),
+  apiKey: () => state.settings.apiKey,
+  render: () => renderComposer(),
+  readPages: () => {
+    state.preset = 'ocr';
+    send();
+  },
+});
 wireControls({
   state, ui, busy, send, stopGenerating, addFiles, persist, renderConversation, renderComposer,
   retryLast, generate, openConversation, startNewConversation, deleteConversation, hideError,

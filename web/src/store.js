@@ -1,6 +1,9 @@
 // What survives a reload: conversations and settings in localStorage, image bytes in
 // IndexedDB (keyed by content hash, so an image is stored once however often it is used).
-// Without IndexedDB, images live only as long as the tab.
+// Videos and documents keep only their preview there (name, size, settings, the sampled
+// frames' or pages' thumbnails and timestamps, a few KB each): their bytes (up to the server's
+// limit, tens of MB) live as long as the tab, so after a reload a conversation shows them but
+// sends them no more. Without IndexedDB, images live only as long as the tab.
 
 const CONVERSATIONS_KEY = 'qvl.conversations.v1';
 const SETTINGS_KEY = 'qvl.settings.v1';
@@ -69,14 +72,14 @@ export function getCachedImage(id) {
   return memoryImages.get(id) || null;
 }
 
-// image: { id, dataUrl, width, height, name }
+// image: { id, dataUrl, width, height, name }, or a video or document (media.js: kind set).
 export async function putImage(image) {
   memoryImages.set(image.id, image);
   const db = await openDb();
   if (!db) return;
   await new Promise((resolve) => {
     const tx = db.transaction('images', 'readwrite');
-    tx.objectStore('images').put(image);
+    tx.objectStore('images').put(image.kind ? { ...image, dataUrl: null } : image);
     tx.oncomplete = tx.onerror = tx.onabort = () => resolve();
   });
 }
@@ -90,7 +93,8 @@ export async function loadImages(ids) {
       const store = tx.objectStore('images');
       for (const id of missing) {
         const request = store.get(id);
-        request.onsuccess = () => { if (request.result) memoryImages.set(id, request.result); };
+        // The tab may hold a video's bytes already (attached again): never replace them.
+        request.onsuccess = () => { if (request.result && !memoryImages.has(id)) memoryImages.set(id, request.result); };
       }
       tx.oncomplete = tx.onerror = tx.onabort = () => resolve();
     });

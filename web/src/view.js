@@ -5,6 +5,7 @@ import { boxesFigure, parseBoxes } from './grounding.js';
 import { getCachedImage } from './store.js';
 import { presetLabel } from './presets.js';
 import { reasoningBlock } from './reasoning.js';
+import { linkTimes, mediaCard, pagesBody } from './media_view.js';
 
 function el(tag, className, text) {
   const node = document.createElement(tag);
@@ -67,7 +68,9 @@ function userMessage(message, index, isLast, editing, dropped) {
     const row = el('div', 'message-images');
     for (const id of message.images) {
       const image = getCachedImage(id);
-      if (image && dropped.has(id)) {
+      if (image && image.kind) {
+        row.append(mediaCard(image));
+      } else if (image && dropped.has(id)) {
         const wrap = el('span', 'out-of-context');
         wrap.append(zoomable(image, 'message-image'), el('span', 'image-badge', 'Not in context'));
         row.append(wrap);
@@ -115,9 +118,19 @@ function userMessage(message, index, isLast, editing, dropped) {
 function questionImages(messages, index) {
   for (let i = index - 1; i >= 0; i--) {
     const m = messages[i];
-    if (m.role === 'user') return (m.images || []).map(getCachedImage).filter(Boolean);
+    if (m.role === 'user') return (m.images || []).map(getCachedImage).filter((image) => image && !image.kind);
   }
   return [];
+}
+
+// The latest video asked about before an answer (its times link to that video's frames).
+function questionVideo(messages, index) {
+  for (let i = index - 1; i >= 0; i--) {
+    const m = messages[i];
+    const video = m.role === 'user' && (m.images || []).map(getCachedImage).find((r) => r && r.kind === 'video' && r.preview);
+    if (video) return video;
+  }
+  return null;
 }
 
 // The image the boxes are drawn on: the one chosen, else the question's last; with several, a
@@ -227,12 +240,16 @@ export function fillAssistant(li, messages, index, isLast, busy) {
   const question = messages[index - 1];
   const preset = message.preset || (question && question.preset);
   let body = el('div', 'markdown');
-  if (message.text && preset === 'ocr' && message.state !== 'streaming') {
+  if (message.kind === 'pages') {
+    body = pagesBody(message, index, getCachedImage(message.document));
+  } else if (message.text && preset === 'ocr' && message.state !== 'streaming') {
     body = ocrBody(message, index, questionImages(messages, index));
   } else if (message.text && preset === 'ocr') {
     body.append(el('pre', 'ocr-text', message.text));
   } else if (message.text) {
     renderInto(body, message.text);
+    const video = questionVideo(messages, index);
+    if (video) linkTimes(body, video);
   } else if (message.state === 'streaming' && !message.reasoning) {
     body.append(el('p', 'waiting', waitingText(message)));
   }
