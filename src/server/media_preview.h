@@ -13,9 +13,9 @@
 //   -> {"type": "document", "page_count": 12, "pages": [{"number": 1, "width": 992,
 //       "height": 1312, "tokens": 1271, "thumbnail": "...", "text": "..."}], "image_tokens": 2542}
 //
-// Same key, body limits, SSRF rules and limits as chat; a video takes a generation slot while it
-// is decoded (as its chat request would), a document waits at the render gate. Errors are the
-// chat path's, with "part" as the parameter path.
+// Same key, body limits, SSRF rules and limits as chat; the decoding or rendering holds a
+// generation slot as its chat request would (a document then also waits at the render gate).
+// Errors are the chat path's, with "part" as the parameter path.
 #pragma once
 
 #include <nlohmann/json.hpp>

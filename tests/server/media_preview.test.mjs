@@ -154,3 +154,32 @@ test('errors are the chat path\'s, with "part" as the parameter; the key is requ
   const noKey = await preview({ type: 'video_url', video_url: { url: clip } }, {});
   assert.equal(noKey.status, 401);
 });
+
+test('a preview holds a generation slot as its chat request would: none free and no queue is 429', async () => {
+  const busy = await startServer(['--parallel', '1', '--queue', '0', '--ctx-size', '100000']);
+  const controller = new AbortController();
+  try {
+    // Random sampling over the tiny model's vocabulary: it generates until max_tokens.
+    const res = await fetch(`${busy.url}/v1/chat/completions`, {
+      method: 'POST', signal: controller.signal, headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'tiny', max_tokens: 3000, temperature: 1, stream: true,
+        messages: [{ role: 'user', content: 'Tell me a long story.' }] }),
+    });
+    const reader = res.body.getReader();
+    await reader.read();  // generating: the only slot is taken
+    const refused = await postJson(busy, '/v1/media/preview', { part: { type: 'video_url', video_url: { url: clip } } });
+    assert.equal(refused.status, 429);
+    assert.equal(refused.headers.get('retry-after'), '1');
+    controller.abort();
+    let status = 429;
+    const end = Date.now() + 60000;
+    while (status === 429 && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 50));
+      status = (await postJson(busy, '/v1/media/preview', { part: { type: 'video_url', video_url: { url: clip } } })).status;
+    }
+    assert.equal(status, 200, 'the slot comes back once the answer is cancelled');
+  } finally {
+    controller.abort();
+    await busy.stop();
+  }
+});
