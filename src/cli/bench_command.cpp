@@ -9,6 +9,7 @@
 #include "base/timer.h"
 #include "cli/bench_figures.h"
 #include "cli/bench_report.h"
+#include "cli/bench_video.h"
 #include "hub/model_pull.h"
 #include "ops/machine_probe.h"
 #include "qvl/engine.h"
@@ -29,6 +30,7 @@ struct BenchOptions {
   bool probe_only = false;
   bool json = false;
   bool skip_large_image = false;
+  bool skip_video = false;
 };
 
 void print(const nlohmann::json& j, bool as_json) {
@@ -83,7 +85,12 @@ void bench(BenchOptions o) {
   context.machine = &machine;
   context.load_ms = load_ms;
   context.peak_rss_mib = peak_rss_mib();
-  print(bench_json(context, runs), o.json);
+  nlohmann::json report = bench_json(context, runs);
+  if (!o.skip_video) {
+    if (const auto video = measure_video(*engine, o.settings.repeats))
+      add_video_json(*video, report);
+  }
+  print(report, o.json);
 }
 
 }  // namespace
@@ -134,6 +141,8 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(0, 16384));
   cmd->add_flag("--probe-only", o->probe_only, "Only measure the machine (no model)");
   cmd->add_flag("--skip-large-image", o->skip_large_image, "Skip the 1024x768 image");
+  cmd->add_flag("--skip-video", o->skip_video,
+                "Skip the video figures (a 10 s 640x360 clip, and its sampled frames as images)");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] { bench(*o); });
 }

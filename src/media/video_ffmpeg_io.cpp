@@ -130,6 +130,11 @@ void forward_log(void* object, int level, const char* format, va_list arguments)
 
 }  // namespace
 
+void route_logs() {
+  static std::once_flag log_once;
+  std::call_once(log_once, [] { av_log_set_callback(forward_log); });
+}
+
 std::string error_text(int code) {
   char text[AV_ERROR_MAX_STRING_SIZE] = {};
   av_strerror(code, text, sizeof text);
@@ -149,8 +154,7 @@ PacketPtr make_packet() {
 }
 
 Container::Container(const std::string& bytes, const DecodeDeadline& deadline) {
-  static std::once_flag log_once;
-  std::call_once(log_once, [] { av_log_set_callback(forward_log); });
+  route_logs();
   const AVInputFormat* input_format = probe(bytes);
   reader_ = {&bytes, 0, &deadline};
   auto* buffer = static_cast<uint8_t*>(av_malloc(kIoBufferSize));

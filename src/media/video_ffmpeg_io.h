@@ -17,6 +17,9 @@ extern "C" {
 
 namespace qvl::media::ffmpeg {
 
+// FFmpeg's own log lines go to qvl's debug log from the first call on (once per process).
+void route_logs();
+
 // FFmpeg's message for an AVERROR code.
 std::string error_text(int code);
 

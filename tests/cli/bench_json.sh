@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `qvl bench --json` reports every figure (positive numbers) in one JSON object, next to the
-# machine probe's ceilings, with per-stage breakdowns and the scaling over a list of thread counts.
+# machine probe's ceilings, with per-stage breakdowns and the scaling over a list of thread counts;
+# the video figures (a clip, and its sampled frames as images).
 set -euo pipefail
 QVL=$1 MODEL=$2
 out=$("$QVL" --log-level warn bench -m "$MODEL" --repeats 1 --prompt-tokens 64 --decode-tokens 8 \
@@ -9,7 +10,7 @@ out=$("$QVL" --log-level warn bench -m "$MODEL" --repeats 1 --prompt-tokens 64 -
 probe=$("$QVL" --log-level warn bench --probe-only --probe-seconds 0.02 --json | tail -1)
 # q4 takes a q8 vision tower by default: the report names it and its int8 arithmetic.
 q4=$("$QVL" --log-level warn bench -m "$MODEL" --quant q4 --repeats 1 --prompt-tokens 16 \
-     --decode-tokens 2 --skip-large-image --contexts 0 --threads 1 --probe-seconds 0.02 --json |
+     --decode-tokens 2 --skip-large-image --skip-video --contexts 0 --threads 1 --probe-seconds 0.02 --json |
      tail -1)
 node -e '
 const r = JSON.parse(process.argv[1]);
@@ -37,6 +38,13 @@ for (const k of ["decode_pct_of_dram", "decode_pct_of_dram_ctx1k", "prompt_pct_o
                  "vision_448x448_pct_of_peak", "ttft_image_448_pct_of_floor"])
   percent(r, k);
 if (r.prompt_tokens !== 64) fail("prompt_tokens " + r.prompt_tokens);
+// The 10 s 640x360 clip (30 fps, H.264 made in process) at 2 fps: 20 frames of 640x352, 220
+// tokens a pair; as 20 images, 220 tokens each: twice the tokens.
+if (r.video_clip_codec !== "h264" || r.video_10s_640x360_frames !== 20) fail("video frames");
+if (r.video_10s_640x360_tokens !== 2200 || r.video_as_images_tokens !== 4400) fail("video tokens");
+for (const k of ["video_decode_ms", "video_vision_ms", "ttft_video_10s_ms",
+                 "video_as_images_vision_ms", "ttft_video_as_images_ms"])
+  positive(r, k);
 // No --quant on a folder: q8 weights with the 16-bit KV cache; vision bf16.
 if (r.quant !== "q8" || r.kv_cache !== "f16" || r.vision_weights !== "bf16") fail("types");
 // q8 prompts: the int8 GEMM (default), or fp32 activations with QVL_GEMM_ACT=f32.
