@@ -1,5 +1,6 @@
 #include "cli/bench_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -7,6 +8,7 @@
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "base/timer.h"
+#include "cli/bench_document.h"
 #include "cli/bench_figures.h"
 #include "cli/bench_report.h"
 #include "cli/bench_video.h"
@@ -30,6 +32,7 @@ struct BenchOptions {
   bool probe_only = false;
   bool json = false;
   bool skip_large_image = false;
+  bool skip_document = false;
   bool skip_video = false;
 };
 
@@ -90,6 +93,11 @@ void bench(BenchOptions o) {
     if (const auto video = measure_video(*engine, o.settings.repeats))
       add_video_json(*video, report);
   }
+  if (!o.skip_document) {
+    // One page answered per repeat, at most two: a big model's page takes tens of seconds.
+    if (const auto document = measure_document(*engine, std::min(o.settings.repeats, 2)))
+      add_document_json(*document, report);
+  }
   print(report, o.json);
 }
 
@@ -141,6 +149,9 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(0, 16384));
   cmd->add_flag("--probe-only", o->probe_only, "Only measure the machine (no model)");
   cmd->add_flag("--skip-large-image", o->skip_large_image, "Skip the 1024x768 image");
+  cmd->add_flag("--skip-document", o->skip_document,
+                "Skip the document figures (a 10-page PDF rendered at 1280 tokens a page, one or "
+                "two pages answered)");
   cmd->add_flag("--skip-video", o->skip_video,
                 "Skip the video figures (a 10 s 640x360 clip, and its sampled frames as images)");
   cmd->add_flag("--json", o->json, "Print one JSON object");

@@ -115,6 +115,18 @@ void print_bench_table(const json& r) {
     std::printf(" %s %s", it.key().c_str(), number(it.value(), 0).c_str());
   }
   std::printf("\n");
+  if (r.contains("document_pages_per_min")) {
+    std::printf(
+        "\ndocument (10-page PDF, %s image tokens a page, %s tokens answered, one page at a "
+        "time): %s pages/min; per page: render %s ms, vision %s ms, prefill %s ms, decode %s ms\n",
+        number(r["document_page_image_tokens"], 0).c_str(),
+        number(r["document_decode_tokens"], 0).c_str(),
+        number(r["document_pages_per_min"], 1).c_str(),
+        number(r["document_render_ms_per_page"], 0).c_str(),
+        number(r["document_vision_ms_per_page"], 0).c_str(),
+        number(r["document_prefill_ms_per_page"], 0).c_str(),
+        number(r["document_decode_ms_per_page"], 0).c_str());
+  }
 }
 
 }  // namespace qvl::cli

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `qvl bench --json` reports every figure (positive numbers) in one JSON object, next to the
 # machine probe's ceilings, with per-stage breakdowns and the scaling over a list of thread counts;
-# the video figures (a clip, and its sampled frames as images).
+# the video figures (a clip, and its sampled frames as images); the document figures (a 10-page
+# PDF at 1280 tokens a page: rendering, vision, prefill and decode per page, pages per minute).
 set -euo pipefail
 QVL=$1 MODEL=$2
 out=$("$QVL" --log-level warn bench -m "$MODEL" --repeats 1 --prompt-tokens 64 --decode-tokens 8 \
@@ -10,11 +11,12 @@ out=$("$QVL" --log-level warn bench -m "$MODEL" --repeats 1 --prompt-tokens 64 -
 probe=$("$QVL" --log-level warn bench --probe-only --probe-seconds 0.02 --json | tail -1)
 # q4 takes a q8 vision tower by default: the report names it and its int8 arithmetic.
 q4=$("$QVL" --log-level warn bench -m "$MODEL" --quant q4 --repeats 1 --prompt-tokens 16 \
-     --decode-tokens 2 --skip-large-image --skip-video --contexts 0 --threads 1 --probe-seconds 0.02 --json |
+     --decode-tokens 2 --skip-large-image --skip-video --skip-document --contexts 0 --threads 1 --probe-seconds 0.02 --json |
      tail -1)
 node -e '
 const r = JSON.parse(process.argv[1]);
 if (r.vision_weights !== "q8" || r.vision_arithmetic !== "int8") throw new Error("q4 vision " + process.argv[1]);
+if ("document_pages_per_min" in r) throw new Error("--skip-document measured the document");
 ' "$q4"
 node -e '
 const r = JSON.parse(process.argv[1]), probe = JSON.parse(process.argv[2]);
@@ -45,6 +47,17 @@ if (r.video_10s_640x360_tokens !== 2200 || r.video_as_images_tokens !== 4400) fa
 for (const k of ["video_decode_ms", "video_vision_ms", "ttft_video_10s_ms",
                  "video_as_images_vision_ms", "ttft_video_as_images_ms"])
   positive(r, k);
+// The 10-page Letter PDF at the 1280-token default: 992x1312 pixels, 1271 image tokens a page;
+// --repeats 1 answers one page with 32 tokens.
+if (r.document_page_image_tokens !== 1271 || r.document_decode_tokens !== 32 ||
+    r.document_pages_answered !== 1) fail("document page");
+if (!(r.document_page_prompt_tokens > 1271)) fail("document prompt");
+for (const k of ["document_pages_per_min", "document_render_ms_per_page", "document_vision_ms_per_page",
+                 "document_prefill_ms_per_page", "document_decode_ms_per_page"])
+  positive(r, k);
+const pageMs = r.document_render_ms_per_page + r.document_vision_ms_per_page +
+               r.document_prefill_ms_per_page + r.document_decode_ms_per_page;
+if (Math.abs(r.document_pages_per_min - 60000 / pageMs) > 1e-6 * r.document_pages_per_min) fail("pages/min");
 // No --quant on a folder: q8 weights with the 16-bit KV cache; vision bf16.
 if (r.quant !== "q8" || r.kv_cache !== "f16" || r.vision_weights !== "bf16") fail("types");
 // q8 prompts: the int8 GEMM (default), or fp32 activations with QVL_GEMM_ACT=f32.
