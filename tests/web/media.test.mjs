@@ -167,8 +167,51 @@ test('a file over the server\'s limit is refused before upload; a server 400 sho
   await page.locator('#file-input').setInputFiles(broken);
   await page.waitForFunction(() => /Could not add broken\.mp4/.test(document.getElementById('notice').textContent));
   assert.equal(previews.length, asked + 1);
-  assert.match(await page.locator('#notice').textContent(), /video/i);
+  const refused = await fetch(`${server.url}/v1/media/preview`, { method: 'POST',
+    body: JSON.stringify({ part: { type: 'video_url', video_url: { url: dataUri(broken, 'video/mp4') } } }) });
+  assert.equal(refused.status, 400);
+  const { message } = (await refused.json()).error;
+  assert.ok((await page.locator('#notice').textContent()).includes(message.replace('broken.mp4', 'it').slice(0, 60)),
+    `the notice shows the server's message: ${message}`);
   assert.equal(await page.locator('.attachment').count(), 0);
+});
+
+test('a PDF dropped on the page attaches like one picked', async () => {
+  const b64 = readFileSync(pdf).toString('base64');
+  const transfer = await page.evaluateHandle((data) => {
+    const t = new DataTransfer();
+    t.items.add(new File([Uint8Array.from(atob(data), (c) => c.charCodeAt(0))], 'dropped.pdf', { type: 'application/pdf' }));
+    return t;
+  }, b64);
+  await page.dispatchEvent('#messages', 'drop', { dataTransfer: transfer });
+  await page.locator('.attachment.media.document .page-thumb').first().waitFor();
+  assert.equal(await page.locator('.attachment.media.document .page-thumb').count(), 3);
+  await page.getByRole('button', { name: 'Remove dropped.pdf' }).click();
+});
+
+test('after a reload a video is shown from its stored preview, without its bytes, and not sent', async () => {
+  await page.reload();
+  await page.locator('#model-status[data-state="ready"]').waitFor();
+  await page.locator('.conversation-open').filter({ hasText: 'What happens?' }).click();
+  const card = page.locator('.message.user .media-card.video').first();
+  await card.waitFor();
+  assert.equal(await card.locator('.frame').count(), 2);
+  assert.match(await card.textContent(), /Not stored in the browser/);
+  const stored = await page.evaluate(() => new Promise((resolve) => {
+    const open = indexedDB.open('qvl', 1);
+    open.onsuccess = () => {
+      const request = open.result.transaction('images').objectStore('images').getAll();
+      request.onsuccess = () => resolve(request.result.filter((r) => r.kind).map((r) => ({ kind: r.kind, dataUrl: r.dataUrl, bytes: JSON.stringify(r).length })));
+    };
+  }));
+  assert.ok(stored.length >= 2 && stored.every((r) => r.dataUrl === null), 'videos and documents are stored without their bytes');
+  assert.ok(stored.every((r) => r.bytes < 64 * 1024), `their previews are small: ${stored.map((r) => r.bytes)}`);
+  await page.route('**/v1/chat/completions', (route) => route.fulfill({ status: 200, contentType: 'text/event-stream', body: sseBody(['Fine']) }));
+  await page.locator('#prompt').fill('And then?');
+  await page.locator('#send').click();
+  await page.waitForFunction(() => document.querySelector('.message.assistant:last-child')?.textContent.includes('Fine'));
+  await page.unroute('**/v1/chat/completions');
+  assert.ok(chats.at(-1).messages.every((m) => typeof m.content === 'string'), 'the video is no longer sent');
 });
 
 test('phone width: the video question and the page-by-page answer fit', async () => {

@@ -411,6 +411,10 @@ function send() {
   }
   const taken = state.attachments.take(c.id);
   for (const entry of taken) {
+    if (entry.image.kind) {  // a video's or document's preview as sent (its settings may have changed)
+      putImage(entry.image);
+      continue;
+    }
     const detail = entry.detail && entry.detail !== 'auto' ? entry.detail : undefined;
     if (entry.image.detail !== detail) {
       entry.image.detail = detail;
