@@ -64,7 +64,7 @@ export function addFiles(files, { state, notice, renderComposer }) {
         notice(`At most ${max} ${kind}s per message.`);
         return true;
       }
-      state.attachments.addMedia(file, kind, conversation.id, state.props, state.settings.apiKey, done).kind = kind;
+      state.attachments.addMedia(file, kind, conversation.id, state.props, state.settings.apiKey, done);
     }
     rerender();
     return true;

@@ -57,7 +57,7 @@ export class Attachments {
   // Adds a video or document (kind from media.js): checked against the server's limits, then
   // previewed by the server; `done(entry, error, duplicate)` as for images.
   addMedia(file, kind, conversationId, props, apiKey, done) {
-    const entry = { key: nextKey++, conversation: conversationId, status: 'pending', stage: 'previewing', name: file.name || `pasted ${kind}`, size: file.size, image: null };
+    const entry = { key: nextKey++, conversation: conversationId, kind, status: 'pending', stage: 'previewing', name: file.name || `pasted ${kind}`, size: file.size, image: null };
     this.entries.push(entry);
     prepareMedia(file, kind, props, apiKey).then(async (record) => {
       if (!this.entries.includes(entry)) return;
@@ -81,7 +81,7 @@ export class Attachments {
     for (const id of ids) {
       const image = getCachedImage(id);
       if (!image || (image.kind && !image.dataUrl) || this.of(conversationId).some((e) => e.image && e.image.id === id)) continue;
-      this.entries.push({ key: nextKey++, conversation: conversationId, status: 'ready', name: image.name, size: Math.round(image.dataUrl.length * 0.75), image, detail: image.detail || null });
+      this.entries.push({ key: nextKey++, conversation: conversationId, kind: image.kind, status: 'ready', name: image.name, size: image.size || Math.round(image.dataUrl.length * 0.75), image, detail: image.detail || null });
     }
   }
 
