@@ -116,6 +116,47 @@ test('a PDF: page count, chosen pages with size, tokens, thumbnail and text laye
   assert.equal((await chat(second)).json.timings.image_tokens, one.json.image_tokens);
 });
 
+// An uncompressed RGB TIFF with one page per {width, height, rgb} (little-endian, one strip).
+function makeTiff(pages) {
+  const entries = 10;
+  const ifdSize = 2 + entries * 12 + 4;
+  const sizes = pages.map((p) => ifdSize + 6 + p.width * p.height * 3);
+  const out = Buffer.alloc(8 + sizes.reduce((a, b) => a + b, 0));
+  out.write('II*\0', 0, 'latin1');
+  out.writeUInt32LE(8, 4);
+  let at = 8;
+  pages.forEach((page, i) => {
+    const bits = at + ifdSize;
+    const pixels = bits + 6;
+    const tags = [[256, 3, 1, page.width], [257, 3, 1, page.height], [258, 3, 3, bits], [259, 3, 1, 1], [262, 3, 1, 2],
+      [273, 4, 1, pixels], [277, 3, 1, 3], [278, 3, 1, page.height], [279, 4, 1, page.width * page.height * 3], [284, 3, 1, 1]];
+    out.writeUInt16LE(entries, at);
+    tags.forEach(([tag, type, count, value], k) => {
+      const e = at + 2 + k * 12;
+      out.writeUInt16LE(tag, e);
+      out.writeUInt16LE(type, e + 2);
+      out.writeUInt32LE(count, e + 4);
+      if (type === 3 && count === 1) out.writeUInt16LE(value, e + 8); else out.writeUInt32LE(value, e + 8);
+    });
+    out.writeUInt32LE(i + 1 < pages.length ? at + sizes[i] : 0, at + 2 + entries * 12);
+    for (let c = 0; c < 3; c++) out.writeUInt16LE(8, bits + 2 * c);
+    for (let p = 0; p < page.width * page.height; p++) out.set(page.rgb, pixels + 3 * p);
+    at += sizes[i];
+  });
+  return out;
+}
+
+test('a multi-page TIFF scan: its pages as the image path resizes them, tokens as chat counts', async () => {
+  const tiff = makeTiff([{ width: 300, height: 400, rgb: [200, 30, 30] }, { width: 640, height: 200, rgb: [30, 30, 200] }]);
+  const part = { type: 'file', file: { file_data: `data:image/tiff;base64,${tiff.toString('base64')}`, filename: 'scan.tif' } };
+  const { status, json } = await preview(part);
+  assert.equal(status, 200, JSON.stringify(json));
+  assert.equal(json.page_count, 2);
+  assert.deepEqual(json.pages.map((p) => p.number), [1, 2]);
+  assert.ok(json.pages[0].height > json.pages[0].width && json.pages[1].width > json.pages[1].height, 'each page keeps its shape');
+  assert.equal((await chat(part)).json.timings.image_tokens, json.image_tokens);
+});
+
 test('pages share the request budget as in chat: many pages, fewer tokens each', async () => {
   const pages = Array.from({ length: 6 }, (_, i) => ({ content: pdfText(72, 700, 24, `Page ${i + 1}`) }));
   const part = { type: 'file', file: { file_data: `data:application/pdf;base64,${makePdf(pages).toString('base64')}`,
