@@ -193,6 +193,9 @@ struct GenerationRequest {
   // -1: no log-probabilities (no cost). 0..kMaxTopLogprobs: each generated token's
   // log-probability plus that many alternatives, in GenerationResult::logprobs.
   int64_t top_logprobs = -1;
+  // Speculative decoding for this request: -1 the engine's draft_tokens, 0 off, else at most
+  // this many (and at most the engine's). The answer is the same either way; only speed differs.
+  int64_t draft_tokens = -1;
   // Optional, with top_logprobs >= 0: called for each generated token (but an end-of-sequence
   // one) as its last callback, after its text (if any) went to the TextCallback: a streamer can
   // send each token when this comes, with or without text.

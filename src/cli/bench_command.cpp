@@ -11,6 +11,7 @@
 #include "cli/bench_document.h"
 #include "cli/bench_figures.h"
 #include "cli/bench_report.h"
+#include "cli/bench_speculative.h"
 #include "cli/bench_video.h"
 #include "hub/model_pull.h"
 #include "ops/machine_probe.h"
@@ -33,6 +34,7 @@ struct BenchOptions {
   bool json = false;
   bool skip_large_image = false;
   bool skip_document = false;
+  bool skip_speculative = false;
   bool skip_video = false;
 };
 
@@ -89,6 +91,8 @@ void bench(BenchOptions o) {
   context.load_ms = load_ms;
   context.peak_rss_mib = peak_rss_mib();
   nlohmann::json report = bench_json(context, runs);
+  if (!o.skip_speculative)
+    add_speculative_json(measure_speculative(*engine, o.settings.repeats), report);
   if (!o.skip_video) {
     if (const auto video = measure_video(*engine, o.settings.repeats))
       add_video_json(*video, report);
@@ -152,6 +156,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--skip-document", o->skip_document,
                 "Skip the document figures (a 10-page PDF rendered at 1280 tokens a page, one or "
                 "two pages answered)");
+  cmd->add_flag("--skip-speculative", o->skip_speculative,
+                "Skip the speculative-decoding figures (a receipt to JSON, a transcription; "
+                "each with and without drafts)");
   cmd->add_flag("--skip-video", o->skip_video,
                 "Skip the video figures (a 10 s 640x360 clip, and its sampled frames as images)");
   cmd->add_flag("--json", o->json, "Print one JSON object");

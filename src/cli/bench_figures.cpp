@@ -29,6 +29,7 @@ GenerationRequest text_request(const std::string& text, int64_t max_tokens) {
   r.sampling.temperature = 0;
   r.sampling.max_tokens = max_tokens;
   r.sampling.ignore_eos = true;
+  r.draft_tokens = 0;  // plain decoding: the figures measure the steps (bench_speculative.h)
   return r;
 }
 

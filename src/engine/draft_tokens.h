@@ -20,22 +20,33 @@ void prompt_lookup_draft(std::span<const int64_t> prompt, std::span<const int64_
                          int64_t min_ngram, int64_t max_ngram, int64_t max, StopAt stop_at,
                          std::vector<int64_t>& draft);
 
-// How many draft tokens a sequence may try next, from how its drafts fared: the cap doubles
-// after a step that accepted all of them and halves after one that accepted none; at zero the
-// sequence decodes plainly for a while, then tries one token again. A draft that is rejected
-// costs its rows in the step, so a sequence whose guesses keep failing soon stops paying that.
+// How many draft tokens a sequence may try next. Drafts pay off when the model agrees with
+// them and the step's extra rows cost little (decode reads the weights once for all rows: on an
+// idle machine rows are nearly free, on a busy one or at high batch they are not). So the policy
+// measures both: the cap doubles after a step that accepted every draft and halves after one
+// that accepted none; and it compares tokens per millisecond of its drafted steps with its plain
+// ones (steps with nothing to draft, and pauses). At a cap of zero, or when drafting is the
+// slower, the sequence decodes plainly for a pause (16 steps, doubling while drafting keeps
+// losing, up to 256), then tries one token again.
 class DraftPolicy {
  public:
   // The cap for the next step, within `room`.
   int64_t cap(int64_t room);
-  // What the last step's draft of `drafted` tokens came to.
-  void record(int64_t drafted, int64_t accepted);
+  // What the last step came to: `drafted` tokens tried (0: a plain step), `accepted` of them
+  // taken, in a step of `step_ms` (its decode rows' forward).
+  void record(int64_t drafted, int64_t accepted, double step_ms);
 
-  static constexpr int64_t kPauseSteps = 16;
+  static constexpr int64_t kFirstPause = 16, kLongestPause = 256;
 
  private:
+  void pause();
+
   int64_t cap_ = 4;
   int64_t paused_ = 0;  // plain steps left before trying again
+  int64_t pause_length_ = kFirstPause;
+  // Tokens per millisecond (moving averages; 0: none seen yet) and drafted steps since a pause.
+  double draft_rate_ = 0, plain_rate_ = 0;
+  int64_t drafted_steps_ = 0;
 };
 
 template <typename StopAt>

@@ -343,6 +343,9 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
          "top_logprobs must be between 0 and " + std::to_string(kMaxTopLogprobs) + " (-1: off)");
   }
   if (sp.max_tokens <= 0) fail(ErrorCode::kInvalidArgument, "max_tokens must be at least 1");
+  if (request.draft_tokens < -1) {
+    fail(ErrorCode::kInvalidArgument, "draft_tokens must be 0 or more (-1: the engine's)");
+  }
   if (request.messages.empty()) fail(ErrorCode::kInvalidArgument, "messages must not be empty");
   const ModelConfig& cfg = model_->config;
   Sequence seq(model_->tokenizer, sp);
@@ -398,6 +401,7 @@ GenerationResult EngineImpl::generate(const GenerationRequest& request, const Te
   }
   seq.on_text = on_text;
   seq.top_logprobs = request.top_logprobs;
+  seq.draft_tokens = request.draft_tokens;
   seq.on_logprobs = request.on_logprobs;
   seq.cancel = cancel;
   scheduler_.run(seq);

@@ -131,6 +131,28 @@ void TokenConstraint::mask_reasoning(float* logits, int64_t vocab, int64_t token
   }
 }
 
+bool TokenConstraint::allows(int64_t token, int64_t tokens_left) {
+  const Timer timer;
+  bool allowed = false;
+  if (std::find(end_ids_.begin(), end_ids_.end(), token) != end_ids_.end()) {
+    allowed = matcher_.accepting();
+  } else if (token >= 0 && token < vocabulary_->size() && !vocabulary_->bytes(token).empty()) {
+    // As mask() does: the token's bytes, then a match still within reach of the budget.
+    grammar::MatchState state = matcher_.state(), next;
+    allowed = true;
+    for (char c : vocabulary_->bytes(token)) {
+      if (!matcher_.step(state, static_cast<uint8_t>(c), next)) {
+        allowed = false;
+        break;
+      }
+      std::swap(state, next);
+    }
+    allowed = allowed && matcher_.distance(state) <= std::max<int64_t>(tokens_left - 1, 0);
+  }
+  mask_ms_ += timer.millis();
+  return allowed;
+}
+
 void TokenConstraint::forced_draft(const Tokenizer& tokenizer, int64_t max,
                                    std::vector<int64_t>& draft) const {
   if (max <= 0) return;

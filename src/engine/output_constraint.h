@@ -48,6 +48,9 @@ class TokenConstraint {
   // the answer, and it is closed (only `think_end` allowed) once just enough of the budget is
   // left for the constrained answer to still fit. `tokens_left` counts this step.
   void mask_reasoning(float* logits, int64_t vocab, int64_t tokens_left, int64_t think_end);
+  // Whether mask() would keep `token` now (an end id: when the answer is complete). Cheap: walks
+  // only the token's bytes.
+  bool allows(int64_t token, int64_t tokens_left);
   // Advances over a sampled token (not an end id). Throws kInternal if the grammar rejects it.
   void accept(int64_t token);
   // Complete, and nothing may follow: the answer is over.

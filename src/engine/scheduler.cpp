@@ -316,8 +316,9 @@ void Scheduler::step(std::vector<Sequence*>& running) {
       batch_.push_back(prefill);
     }
   }
+  const double decode_ms = decode_step_ms_.load(std::memory_order_relaxed);
   for (int64_t i = 0; i < decode_seqs; ++i) {
-    advance_rows(*batch_[i], logits_.data() + row_of_[i] * vocab);
+    advance_rows(*batch_[i], logits_.data() + row_of_[i] * vocab, decode_ms);
   }
   if (static_cast<int64_t>(batch_.size()) > decode_seqs) {
     advance(*batch_[decode_seqs], logits_.data() + decode_rows * vocab);
@@ -330,6 +331,7 @@ void Scheduler::propose_drafts(Sequence& s, int64_t room) {
   const int64_t generated = static_cast<int64_t>(s.result.completion_ids.size());
   // The step may give 1 + drafts tokens: within max_new, and so within the KV pages reserved.
   room = std::min({room, options_.draft_tokens, s.max_new - generated - 1});
+  if (s.draft_tokens >= 0) room = std::min(room, s.draft_tokens);
   if (room <= 0 || (!options_.prompt_lookup && !options_.jump_forward)) return;
   const int64_t cap = s.draft_policy.cap(room);
   if (cap <= 0) return;
@@ -346,7 +348,7 @@ void Scheduler::propose_drafts(Sequence& s, int64_t room) {
   }
 }
 
-void Scheduler::advance_rows(Sequence& s, float* logits) {
+void Scheduler::advance_rows(Sequence& s, float* logits, double step_ms) {
   const int64_t vocab = config_.text.vocab_size;
   const int64_t drafted = static_cast<int64_t>(s.draft.size());
   int64_t accepted = 0;
@@ -357,9 +359,9 @@ void Scheduler::advance_rows(Sequence& s, float* logits) {
     if (s.done || j == drafted || s.pending_token != s.draft[static_cast<size_t>(j)]) break;
     ++accepted;
   }
+  s.draft_policy.record(drafted, accepted, step_ms);
   if (drafted > 0) {
     if (s.kv) s.kv->forget_uncommitted();
-    s.draft_policy.record(drafted, accepted);
     s.result.stats.draft_tokens += drafted;
     s.result.stats.draft_accepted_tokens += accepted;
   }
@@ -371,15 +373,26 @@ void Scheduler::advance(Sequence& s, float* logits) {
     int64_t token = 0;
     {
       const profile::StageScope stage(profile::Work::kSampler);
-      if (s.constraint) {
-        const int64_t left = s.max_new - static_cast<int64_t>(r.completion_ids.size());
-        if (s.think_end_id >= 0) {
-          s.constraint->mask_reasoning(logits, config_.text.vocab_size, left, s.think_end_id);
-        } else {
-          s.constraint->mask(logits, config_.text.vocab_size, left);
+      const int64_t vocab = config_.text.vocab_size;
+      const int64_t left = s.max_new - static_cast<int64_t>(r.completion_ids.size());
+      if (s.constraint && s.think_end_id < 0 && is_greedy_sampling(s.sampler.params()) &&
+          s.top_logprobs < 0) {
+        // Greedy: when the model's own first choice is one the grammar allows, masking would
+        // leave it first (masking only removes tokens), so the mask is needed only otherwise.
+        // A trained model's choice mostly is allowed; the mask walks the whole vocabulary.
+        token = s.sampler.sample(logits, vocab, r.prompt_ids, r.completion_ids);
+        if (!s.constraint->allows(token, left)) {
+          s.constraint->mask(logits, vocab, left);
+          token = s.sampler.sample(logits, vocab, r.prompt_ids, r.completion_ids);
         }
+      } else {
+        if (s.constraint && s.think_end_id >= 0) {
+          s.constraint->mask_reasoning(logits, vocab, left, s.think_end_id);
+        } else if (s.constraint) {
+          s.constraint->mask(logits, vocab, left);
+        }
+        token = s.sampler.sample(logits, vocab, r.prompt_ids, r.completion_ids);
       }
-      token = s.sampler.sample(logits, config_.text.vocab_size, r.prompt_ids, r.completion_ids);
     }
     if (r.completion_ids.empty()) r.stats.ttft_ms = s.started.millis();
     if (!s.sampler.params().ignore_eos &&

@@ -87,8 +87,9 @@ class Scheduler {
   // Fills s.draft for this step, at most `room` tokens.
   void propose_drafts(Sequence& s, int64_t room);
   // Advances over a decoding sequence's rows of the step (its token, then its drafts while the
-  // model agrees with them) and commits the rows whose input turned out right.
-  void advance_rows(Sequence& s, float* logits);
+  // model agrees with them) and commits the rows whose input turned out right. `step_ms`: the
+  // step's decode forward, for the sequence's draft policy.
+  void advance_rows(Sequence& s, float* logits, double step_ms);
   void finish(Sequence& s, FinishReason reason);
   // Removes ended sequences from `running` and hands them back to their callers (the last time
   // the scheduler touches them).

@@ -46,6 +46,7 @@ struct Sequence {
   int64_t prompt_done = 0;     // prompt positions in the KV cache (reused or computed)
   PrefillChunk chunk;          // prompt rows being computed (over one or more steps)
   int64_t pending_token = -1;  // sampled, to be fed in the next step
+  int64_t draft_tokens = -1;   // GenerationRequest::draft_tokens
   std::vector<int64_t> draft;  // guessed tokens after pending_token, verified in this step
   DraftPolicy draft_policy;
   bool admitted = false;

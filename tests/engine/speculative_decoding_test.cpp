@@ -51,20 +51,42 @@ TEST(DraftPolicy, GrowsOnSuccessBacksOffOnFailureAndRetries) {
   DraftPolicy p;
   const int64_t first = p.cap(100);
   ASSERT_GE(first, 1);
-  p.record(first, first);
+  p.record(first, first, 10);
   EXPECT_EQ(p.cap(100), 2 * first);
-  EXPECT_EQ(p.cap(3), 3);  // within the room
-  p.record(2 * first, 1);  // partial acceptance keeps the cap
+  EXPECT_EQ(p.cap(3), 3);      // within the room
+  p.record(2 * first, 1, 10);  // partial acceptance keeps the cap
   EXPECT_EQ(p.cap(100), 2 * first);
   // Failures halve it down to nothing: then plain steps, then one token again.
   for (int64_t c = 2 * first; c > 0; c /= 2) {
     EXPECT_EQ(p.cap(100), c);
-    p.record(c, 0);
+    p.record(c, 0, 10);
   }
-  for (int64_t i = 0; i < DraftPolicy::kPauseSteps; ++i) EXPECT_EQ(p.cap(100), 0) << i;
+  for (int64_t i = 0; i < DraftPolicy::kFirstPause; ++i) EXPECT_EQ(p.cap(100), 0) << i;
   EXPECT_EQ(p.cap(100), 1);
-  p.record(1, 0);
-  EXPECT_EQ(p.cap(100), 0);
+  // Missing again pauses twice as long.
+  p.record(1, 0, 10);
+  for (int64_t i = 0; i < 2 * DraftPolicy::kFirstPause; ++i) EXPECT_EQ(p.cap(100), 0) << i;
+  EXPECT_EQ(p.cap(100), 1);
+}
+
+TEST(DraftPolicy, StopsDraftingWhenItIsSlowerThanPlainSteps) {
+  // Plain steps: 1 token in 10 ms. Drafted steps: 1 of 2 drafts taken, but the rows make the
+  // step 25 ms: 2 tokens in 25 ms is slower.
+  DraftPolicy slow;
+  slow.record(0, 0, 10);
+  int64_t steps = 0;
+  while (slow.cap(100) > 0 && steps < 100) {
+    slow.record(2, 1, 25);
+    ++steps;
+  }
+  EXPECT_EQ(steps, 4);  // the first comparison
+  // The same acceptance in 12 ms steps pays: drafting goes on.
+  DraftPolicy fast;
+  fast.record(0, 0, 10);
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_GT(fast.cap(100), 0) << i;
+    fast.record(2, 1, 12);
+  }
 }
 
 TEST(ForcedDraft, SpellsTheSchemaForcedTextAndStopsAtAChoice) {
@@ -93,6 +115,47 @@ TEST(ForcedDraft, SpellsTheSchemaForcedTextAndStopsAtAChoice) {
   draft.clear();
   constraint.forced_draft(tokenizer, 16, draft);
   EXPECT_TRUE(draft.empty());
+}
+
+// The greedy shortcut (scheduler): allows() says yes exactly when the mask keeps a token.
+TEST(ConstraintAllows, AgreesWithTheMaskAtEveryStep) {
+  const Tokenizer tokenizer = Tokenizer::from_model_dir(kTiny);
+  GenerationRequest request;
+  request.constraint.kind = OutputConstraint::Kind::kJsonSchema;
+  request.constraint.json_schema =
+      R"({"type":"object","properties":{"name":{"type":"string"},"n":{"type":"integer"},)"
+      R"("tags":{"type":"array","items":{"type":"string","enum":["red","green"]}}},)"
+      R"("required":["name","n","tags"],"additionalProperties":false})";
+  const int64_t vocab = tokenizer.vocab_size();
+  const int64_t end_id = tokenizer.token_id_or_throw("<|im_end|>");
+  const auto vocabulary = std::make_shared<ConstraintVocabulary>(tokenizer, vocab);
+  TokenConstraint constraint(compile_output_constraint(request), vocabulary, {end_id});
+  const std::string answer = R"({"name": "Zoë \"Q\"", "n": -12, "tags": ["red", "green"]})";
+  std::vector<float> logits(static_cast<size_t>(vocab));
+  const std::vector<int32_t> ids = tokenizer.encode(answer);
+  int64_t checked = 0;
+  for (size_t step = 0; step <= ids.size(); ++step) {
+    // Budgets: plenty, and tight (the distance rule).
+    for (const int64_t left : {int64_t{1000}, int64_t{3}}) {
+      std::fill(logits.begin(), logits.end(), 0.0f);
+      constraint.mask(logits.data(), vocab, left);
+      for (int64_t t = 0; t < vocab; ++t) {
+        if (t % 5 != 0 && logits[static_cast<size_t>(t)] != 0.0f && t != end_id) continue;
+        const bool masked_in = logits[static_cast<size_t>(t)] == 0.0f;
+        if (left > 100) {
+          EXPECT_EQ(constraint.allows(t, left), masked_in)
+              << "token " << t << " after " << step << " tokens";
+        } else if (constraint.allows(t, left)) {
+          // Tight: when nothing can finish in time the mask drops the limit; allows() never
+          // does (a "no" only costs the mask), but a "yes" must be the mask's too.
+          EXPECT_TRUE(masked_in) << "token " << t << " after " << step << " tokens, budget 3";
+        }
+        ++checked;
+      }
+    }
+    if (step < ids.size()) constraint.accept(ids[step]);
+  }
+  EXPECT_GT(checked, 100000);
 }
 
 std::unique_ptr<Engine> load(const std::string& quant, int64_t draft_tokens,
@@ -221,6 +284,21 @@ TEST(SpeculativeDecodingBatched, TogetherWithDraftsEqualsAloneWithout) {
   for (std::thread& t : threads) t.join();
   for (size_t i = 0; i < all.size(); ++i)
     expect_same(plain->generate(all[i]), together[i], "batched");
+}
+
+TEST(ConstrainedGreedy, SkippingTheMaskForAnAllowedChoiceKeepsTheAnswer) {
+  // With log-probabilities every step is masked; without, only steps whose first choice the
+  // grammar forbids. Drafts off and on.
+  for (const int64_t drafts : {int64_t{0}, int64_t{7}}) {
+    const auto engine = load("q8", drafts);
+    GenerationRequest masked = requests().back();
+    GenerationRequest quick = masked;
+    quick.top_logprobs = -1;
+    const GenerationResult a = engine->generate(masked);
+    const GenerationResult b = engine->generate(quick);
+    EXPECT_EQ(b.completion_ids, a.completion_ids) << drafts;
+    EXPECT_EQ(b.text, a.text) << drafts;
+  }
 }
 
 TEST(SpeculativeDecodingJumpForward, ForcedTextIsDraftedWithoutPromptLookup) {
