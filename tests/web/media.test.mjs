@@ -74,6 +74,8 @@ test('a video: the server\'s frames, timestamps and tokens, sent as video_url an
   await page.waitForFunction(() => document.querySelectorAll('.attachment.media.video .frame').length === 2);
   assert.equal(await tile.locator('.tile-tokens').getAttribute('data-tokens'), '12');
   assert.equal(previews.at(-1).video_url.max_frames, 2);
+  assert.equal(await tile.locator('details.media-settings').getAttribute('open'), '', 'the settings stay open');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.setting), 'max_frames', 'and keep the focus');
 
   await page.locator('#prompt').fill('What happens?');
   await page.locator('#send').click();
@@ -111,6 +113,7 @@ test('a PDF: pages to choose, read one request per page in order, downloads', as
   assert.equal(await tile.locator('.page-thumb[aria-pressed="true"]').count(), 3);
   await tile.locator('.page-thumb[data-page="1"]').click();
   await page.waitForFunction(() => document.querySelectorAll('.attachment.media.document .page-thumb[aria-pressed="true"]').length === 2);
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.page), '1', 'the page clicked keeps the focus');
   assert.equal(previews.at(-1).file.pages, '2-3');
   assert.deepEqual(await axeViolations(page, { scope: '#composer' }), []);
   const expected = await serverPreview({ type: 'file', file: { file_data: dataUri(pdf, 'application/pdf'), filename: 'letters.pdf', pages: '2-3' } });

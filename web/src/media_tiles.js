@@ -55,6 +55,8 @@ function videoTile(entry, li, info) {
   tokens.dataset.tokens = String(preview.video_tokens);
   info.append(tokens);
   const settings = el('details', 'media-settings');
+  settings.open = !!entry.settingsOpen;  // re-rendering must not close it under the user
+  settings.dataset.mediaKey = String(entry.key);
   settings.append(el('summary', '', 'Video settings'),
     field(entry, 'fps', 'Frames per second', { type: 'number', min: '0.1', step: '0.1', placeholder: 'server default' }),
     field(entry, 'max_frames', 'Max frames', { type: 'number', min: '2', step: '1', placeholder: 'server default' }),
@@ -131,13 +133,18 @@ export function mediaTile(entry, li) {
 // Setting changes and page clicks on media tiles: the record changes, the server previews it
 // again. `app`: { find(key), apiKey(), render(), readPages(entry) }.
 export function wireMediaTiles(list, app) {
-  async function update(entry, change) {
+  // Re-rendering replaces the tile: the control used keeps the focus (keyboard users).
+  const render = (focus) => {
+    app.render();
+    if (focus) list.querySelector(focus)?.focus();
+  };
+  async function update(entry, change, focus) {
     const before = { ...entry.image.settings };
     change(entry.image.settings);
     entry.updating = true;
     entry.status = 'pending';  // not sent while its preview is out of date
     entry.error = null;
-    app.render();
+    render(focus);
     try {
       await refreshPreview(entry.image, app.apiKey());
     } catch (error) {
@@ -147,20 +154,25 @@ export function wireMediaTiles(list, app) {
     }
     entry.updating = false;
     entry.status = 'ready';
-    app.render();
+    render(focus && list.contains(document.activeElement) ? focus : null);
   }
+  list.addEventListener('toggle', (e) => {  // toggle does not bubble: caught on its way down
+    const entry = e.target.matches('details.media-settings') && app.find(Number(e.target.dataset.mediaKey));
+    if (entry) entry.settingsOpen = e.target.open;
+  }, true);
   list.addEventListener('change', (e) => {
     const key = e.target.dataset.mediaKey;
     const entry = key && app.find(Number(key));
     if (!entry) return;
     const setting = e.target.dataset.setting;
     const value = e.target.type === 'checkbox' ? e.target.checked : e.target.value.trim();
+    const focus = `[data-media-key="${key}"][data-setting="${setting}"]`;
     if (setting === 'pages' && value && !parsePages(value, entry.image.preview.page_count)) {
       entry.error = `“${value}” is not a page range of 1-${entry.image.preview.page_count} (e.g. 1-3,5)`;
-      app.render();
+      render(focus);
       return;
     }
-    update(entry, (s) => { s[setting] = value; });
+    update(entry, (s) => { s[setting] = value; }, focus);
   });
   list.addEventListener('click', (e) => {
     const read = e.target.closest('[data-read-pages]');
@@ -177,6 +189,7 @@ export function wireMediaTiles(list, app) {
     if (chosen.has(page)) chosen.delete(page); else chosen.add(page);
     if (!chosen.size) return;  // a document sends at least one page
     const all = entry.image.allPages.length === chosen.size && entry.image.preview.page_count === chosen.size;
-    update(entry, (s) => { s.pages = all ? '' : pagesText([...chosen].sort((a, b) => a - b)); });
+    update(entry, (s) => { s.pages = all ? '' : pagesText([...chosen].sort((a, b) => a - b)); },
+      `.page-thumb[data-media-key="${button.dataset.mediaKey}"][data-page="${page}"]`);
   });
 }
