@@ -35,8 +35,10 @@ expect_error "unsupported architecture" bash -c "sed 's/Qwen3VLForConditionalGen
 printf 'not an image' > "$OUT/bad.png"
 expect_error "unknown image format\|supported" "$QVL" run -m "$OUT/m" --image "$OUT/bad.png" "hi"
 expect_error "temperature" "$QVL" run -m "$OUT/m" --temperature -1 "hi"
-echo '[{"role":"user","content":[{"type":"video"}]}]' > "$OUT/conv.json"
+echo '[{"role":"user","content":[{"type":"audio"}]}]' > "$OUT/conv.json"
 expect_error "unknown content part" "$QVL" run -m "$OUT/m" --messages "$OUT/conv.json"
+echo '[{"role":"user","content":[{"type":"video"}]}]' > "$OUT/conv.json"
+expect_error "video part without 'video'" "$QVL" run -m "$OUT/m" --messages "$OUT/conv.json"
 echo '{not json' > "$OUT/conv.json"
 expect_error "not valid JSON" "$QVL" run -m "$OUT/m" --messages "$OUT/conv.json"
 echo OK
