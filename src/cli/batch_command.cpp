@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
@@ -11,6 +12,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "cli/batch_documents.h"
 #include "cli/batch_inputs.h"
 #include "cli/batch_item_runner.h"
 #include "cli/batch_output.h"
@@ -45,6 +47,7 @@ struct BatchOptions {
   SamplingFlags sampling;
   VideoFlags video;
   bool max_tokens_given = false;
+  bool per_document = false;  // one line per document with its pages (cli/batch_documents.h)
 };
 
 // SIGINT/SIGTERM count; the handler only increments it (async-signal-safe).
@@ -130,10 +133,16 @@ void run_batch(const BatchOptions& o) {
   if (!o.json_schema_file.empty() && o.json_object) {
     fail(ErrorCode::kInvalidArgument, "--json-schema and --json-object exclude each other");
   }
+  if (!image_mode && o.per_document) {
+    fail(ErrorCode::kInvalidArgument,
+         "--per-document is for document files (a --requests line with a file part already "
+         "gets one answer for its pages)");
+  }
   const json defaults = request_defaults(o);
   const json image_template = image_mode ? file_body_template(o, "image") : json();
   BatchInputs inputs = image_mode
-                           ? image_inputs(o.inputs, image_template, file_body_template(o, "video"))
+                           ? image_inputs(o.inputs, image_template, file_body_template(o, "video"),
+                                          file_body_template(o, "document page"))
                            : request_inputs(o.requests_file);
   const ResumeState resume = resume_output(o.output);
   if (resume.cut_partial_line) {
@@ -142,7 +151,8 @@ void run_batch(const BatchOptions& o) {
   }
   std::vector<const BatchItem*> todo;
   for (const BatchItem& item : inputs.items) {
-    if (!resume.done_ids.count(item.id)) todo.push_back(&item);
+    const std::string& id = o.per_document ? per_document_id(item) : item.id;
+    if (!resume.done_ids.count(id)) todo.push_back(&item);
   }
   const int64_t skipped = static_cast<int64_t>(inputs.items.size() - todo.size());
   if (inputs.ignored_files > 0) {
@@ -177,7 +187,11 @@ void run_batch(const BatchOptions& o) {
 
   JsonlWriter writer(o.output);
   const bool terminal = isatty(fileno(stderr)) != 0;
-  BatchProgress progress(static_cast<int64_t>(todo.size()), skipped, terminal);
+  const bool pages_only = !todo.empty() && std::all_of(todo.begin(), todo.end(),
+                                                       [](auto* item) { return item->page > 0; });
+  BatchProgress progress(static_cast<int64_t>(todo.size()), skipped, terminal,
+                         pages_only ? "pages" : "images");
+  DocumentLines documents(o.per_document ? todo : std::vector<const BatchItem*>{});
   std::atomic<size_t> next{0};
   std::atomic<bool> stop_taking{false}, cancel{false};
   std::mutex mutex;
@@ -192,7 +206,9 @@ void run_batch(const BatchOptions& o) {
         const std::optional<BatchLine> line = runner.run(*todo[i], cancel);
         if (!line) continue;  // cancelled: left for the next run
         try {
-          writer.write(line->line);
+          const std::optional<json> out =
+              o.per_document ? documents.add(*todo[i], line->line) : line->line;
+          if (out) writer.write(*out);
         } catch (...) {
           std::lock_guard lock(mutex);
           if (!write_error) write_error = std::current_exception();
@@ -275,6 +291,10 @@ void add_batch_command(CLI::App& app) {
                   "written parsed");
   cmd->add_flag("--json-object", o->json_object,
                 "Answers are JSON objects (response_format json_object), written parsed");
+  cmd->add_flag("--per-document", o->per_document,
+                "One line per document (.pdf .tif .tiff) with its pages' answers in order "
+                "(\"pages\": [{\"page\", \"answer\", ...}]) instead of a line per page; pages "
+                "still run concurrently, and resume is per document");
   cmd->add_option("-o,--output", o->output,
                   "Output JSONL file; appended to, and ids already in it are skipped (resume)")
       ->required();

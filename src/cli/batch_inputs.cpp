@@ -86,6 +86,7 @@ void add_document_items(const std::string& path, const json& body, BatchInputs& 
     item.id = page > 0 ? path + "#page=" + std::to_string(page) : path;
     item.file = path;
     item.body = body;
+    item.page = page;
     json file = {{"file_url", url}, {"filename", fs::path(path).filename().string()}};
     if (page > 0) file["pages"] = std::to_string(page);
     json& content = item.body["messages"].back()["content"];
@@ -102,8 +103,16 @@ void add_document_items(const std::string& path, const json& body, BatchInputs& 
 std::string preset_prompt(const std::string& preset, const std::string& medium) {
   if (preset == "ocr") {
     std::string prompt = kOcrPrompt;
-    for (size_t at; (at = prompt.find("the image")) != std::string::npos;) {
-      prompt.replace(at, 9, "the " + medium);
+    const std::string named = "the " + medium;
+    for (size_t at = 0; (at = prompt.find("the image", at)) != std::string::npos;) {
+      prompt.replace(at, 9, named);
+      at += named.size();  // past the replacement, which may itself read "the image"
+    }
+    // Documents come back as Markdown, so their structure survives (issue 36).
+    if (medium == "document page") {
+      prompt +=
+          " Write it as Markdown: headings as headings, lists as lists and tables as "
+          "Markdown tables.";
     }
     return prompt;
   }
@@ -112,13 +121,13 @@ std::string preset_prompt(const std::string& preset, const std::string& medium) 
 }
 
 BatchInputs image_inputs(const std::vector<std::string>& paths, const json& body,
-                         const json& video_body) {
+                         const json& video_body, const json& document_body) {
   BatchInputs out;
   std::set<std::string> seen;
   const auto add = [&](const std::string& path) {
     if (!seen.insert(path).second) return;
     if (has_document_extension(path)) {
-      add_document_items(path, body, out);
+      add_document_items(path, document_body, out);
     } else if (has_video_extension(path)) {
       out.items.push_back(file_item(path, video_body, "video_url"));
     } else {

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
 
 namespace qvl::cli {
 namespace {
@@ -21,8 +22,8 @@ std::string duration_text(double seconds) {
 
 }  // namespace
 
-BatchProgress::BatchProgress(int64_t total, int64_t skipped, bool terminal)
-    : total_(total), terminal_(terminal) {
+BatchProgress::BatchProgress(int64_t total, int64_t skipped, bool terminal, std::string unit)
+    : total_(total), terminal_(terminal), unit_(std::move(unit)) {
   totals_.skipped = skipped;
 }
 
@@ -66,9 +67,9 @@ void BatchProgress::draw_locked() {
   const std::string bar = std::string(filled, '#') + std::string(kWidth - filled, '.');
   const std::string eta =
       rate > 0 ? duration_text(static_cast<double>(total_ - count) / rate) : std::string("--");
-  std::fprintf(stderr, "\r\033[K[%s] %lld/%lld  %lld failed  %.1f img/min  ETA %s  elapsed %s",
+  std::fprintf(stderr, "\r\033[K[%s] %lld/%lld  %lld failed  %.1f %s/min  ETA %s  elapsed %s",
                bar.c_str(), static_cast<long long>(count), static_cast<long long>(total_),
-               static_cast<long long>(totals_.failed), rate * 60, eta.c_str(),
+               static_cast<long long>(totals_.failed), rate * 60, unit_.c_str(), eta.c_str(),
                duration_text(elapsed).c_str());
   std::fflush(stderr);
 }
@@ -93,12 +94,12 @@ std::string BatchProgress::summary(bool interrupted) {
   char text[512];
   std::snprintf(text, sizeof text,
                 "%sdone %lld, failed %lld, skipped %lld (already in the output), not run %lld; "
-                "tokens %lld prompt + %lld generated; %.1f images/min over %s",
+                "tokens %lld prompt + %lld generated; %.1f %s/min over %s",
                 interrupted ? "interrupted: " : "", static_cast<long long>(totals_.done),
                 static_cast<long long>(totals_.failed), static_cast<long long>(totals_.skipped),
                 static_cast<long long>(total_ - totals_.done - totals_.failed),
                 static_cast<long long>(totals_.prompt_tokens),
-                static_cast<long long>(totals_.completion_tokens), rate,
+                static_cast<long long>(totals_.completion_tokens), rate, unit_.c_str(),
                 duration_text(elapsed).c_str());
   return std::string(terminal_ ? "\r\033[K" : "") + text;
 }

@@ -19,8 +19,9 @@ struct BatchTotals {
 
 class BatchProgress {
  public:
-  // `total`: inputs to run in this invocation (skipped ones excluded).
-  BatchProgress(int64_t total, int64_t skipped, bool terminal);
+  // `total`: inputs to run in this invocation (skipped ones excluded). `unit` names them in the
+  // rate ("images", or "pages" when every input is a document page).
+  BatchProgress(int64_t total, int64_t skipped, bool terminal, std::string unit);
 
   // Thread-safe. `error` is empty for an answered input.
   void finished(const std::string& id, const std::string& error, int64_t prompt_tokens,
@@ -39,6 +40,7 @@ class BatchProgress {
   std::mutex mutex_;
   const int64_t total_;
   const bool terminal_;
+  const std::string unit_;
   BatchTotals totals_;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };

@@ -99,3 +99,52 @@ test('qvl batch over a PDF: one line per page, resumable', () => {
   assert.equal(again.status, 0, again.stderr);
   assert.equal(fs.readFileSync(out, 'utf8').trim().split('\n').length, 2);  // nothing redone
 });
+
+test('qvl batch --per-document: one line per document with its pages in order, resumable', () => {
+  const out = path.join(dir, 'documents.jsonl');
+  const image = path.join(MODEL, 'images', fs.readdirSync(path.join(MODEL, 'images')).sort()[0]);
+  const schema = path.join(dir, 'schema.json');
+  fs.writeFileSync(schema, JSON.stringify({
+    type: 'object', properties: { total: { type: 'number' } }, required: ['total'], additionalProperties: false,
+  }));
+  const batch = (extra) => spawnSync(QVL, ['--log-level', 'warn', 'batch', '-m', MODEL, pdf, image,
+                                           '--max-tokens', '2', '--per-document', '-o', out, ...extra],
+                                     { encoding: 'utf8' });
+  const first = batch(['--preset', 'ocr']);
+  assert.equal(first.status, 0, first.stderr);
+  assert.match(first.stderr, /images\/min/);  // an image among the inputs
+  const lines = Object.fromEntries(fs.readFileSync(out, 'utf8').trim().split('\n')
+    .map((l) => JSON.parse(l)).map((l) => [l.id, l]));
+  assert.deepEqual(Object.keys(lines).sort(), [image, pdf].sort());
+  const doc = lines[pdf];
+  assert.equal(doc.file, pdf);
+  assert.deepEqual(doc.pages.map((p) => p.page), [1, 2]);
+  for (const page of doc.pages) {
+    assert.equal(typeof page.answer, 'string');
+    assert.ok(page.timings.image_tokens > 1000);  // each page at the 1280-token default
+  }
+  for (const key of ['prompt_tokens', 'completion_tokens', 'total_tokens']) {
+    assert.equal(doc.usage[key], doc.pages[0].usage[key] + doc.pages[1].usage[key]);
+  }
+  assert.equal(doc.error, undefined);
+  assert.equal(typeof lines[image].answer, 'string');  // other inputs keep their own lines
+  // Resumed per document: nothing is redone.
+  const again = batch(['--preset', 'ocr']);
+  assert.equal(again.status, 0, again.stderr);
+  assert.equal(fs.readFileSync(out, 'utf8').trim().split('\n').length, 2);
+
+  // Data per page with --json-schema; a run of pages only counts pages per minute.
+  fs.rmSync(out);
+  const data = spawnSync(QVL, ['--log-level', 'warn', 'batch', '-m', MODEL, pdf, '--prompt', 'The total?',
+                               '--json-schema', schema, '--max-tokens', '40', '--per-document', '-o', out],
+                         { encoding: 'utf8' });
+  assert.equal(data.status, 0, data.stderr);
+  assert.match(data.stderr, /pages\/min/);
+  const [line] = fs.readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(line.pages.map((p) => [p.page, typeof p.answer.total]), [[1, 'number'], [2, 'number']]);
+
+  const refused = spawnSync(QVL, ['batch', '-m', MODEL, '--requests', schema, '--per-document', '-o', out],
+                            { encoding: 'utf8' });
+  assert.notEqual(refused.status, 0);
+  assert.match(refused.stderr, /--per-document is for document files/);
+});
