@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { MODEL_DIR, metricValue, startServer } from '../server/helpers.mjs';
-import { foreignRequests, launchBrowser, openPage, screenshotPath } from './browser.mjs';
+import { foreignRequests, launchBrowser, openPage, screenshotPath, sseBody } from './browser.mjs';
 
 const IMAGES = path.join(MODEL_DIR, 'images');
 const SCENE = path.join(IMAGES, 'a_iii_scene_640x480.jpg');
@@ -245,6 +245,18 @@ test('a 429 from a busy server counts down, retries once by itself, then offers 
   assert.equal(await banner.isVisible(), false);
   assert.equal(chatBodies.length, sent + 3);
   assert.equal(chatBodies.at(-1).messages.at(-1).content, 'Are you busy?');
+});
+
+test('TeX that KaTeX cannot parse stays as written, under the page\'s real CSP', async () => {
+  // KaTeX's own error rendering sets a style attribute, which the CSP blocks and reports.
+  await page.route('**/v1/chat/completions', (route) => route.fulfill({ status: 200, contentType: 'text/event-stream',
+    body: sseBody(['It is \\(\\frac{1}{\\) and \\(x^2\\).']) }));
+  await page.locator('#prompt').fill('Maths?');
+  await page.locator('#send').click();
+  await lastAnswer().locator('.math-inline .katex').waitFor();
+  await page.unroute('**/v1/chat/completions');
+  assert.equal(await lastAnswer().locator('.math-inline').first().textContent(), '\\frac{1}{');
+  assert.equal(await lastAnswer().locator('.katex-error').count(), 0);
 });
 
 test('no request leaves the server origin and the page logs no errors', async () => {

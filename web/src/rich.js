@@ -25,9 +25,13 @@ for (const [name, language] of Object.entries(LANGUAGES)) hljs.registerLanguage(
 function enhance(root) {
   for (const el of root.querySelectorAll('[data-tex]:not([data-rendered])')) {
     try {
-      katex.render(el.dataset.tex, el, { displayMode: el.classList.contains('math-display'), throwOnError: false, trust: false, maxSize: 20, maxExpand: 200 });
+      // TeX KaTeX cannot parse throws and stays as written: its own error rendering sets a style
+      // attribute, which the page's CSP (style-src 'self') blocks and reports.
+      katex.render(el.dataset.tex, el, { displayMode: el.classList.contains('math-display'), throwOnError: true, trust: false, maxSize: 20, maxExpand: 200 });
       el.dataset.rendered = '';
-    } catch { /* left as TeX */ }
+    } catch {
+      el.textContent = el.dataset.tex;  // render() emptied it before parsing
+    }
   }
   for (const code of root.querySelectorAll('pre code:not([data-highlighted])')) {
     const lang = /language-([\w+#-]+)/.exec(code.className);
