@@ -127,6 +127,18 @@ void print_bench_table(const json& r) {
         number(r["document_prefill_ms_per_page"], 0).c_str(),
         number(r["document_decode_ms_per_page"], 0).c_str());
   }
+  if (r.contains("video_10s_640x360_tokens")) {
+    std::printf(
+        "\nvideo (10 s 640x360 %s clip, %s frames): %s tokens, decode %s ms, vision %s ms, TTFT "
+        "%s ms; as images: %s tokens, vision %s ms, TTFT %s ms\n",
+        r["video_clip_codec"].get<std::string>().c_str(),
+        number(r["video_10s_640x360_frames"], 0).c_str(),
+        number(r["video_10s_640x360_tokens"], 0).c_str(), number(r["video_decode_ms"], 0).c_str(),
+        number(r["video_vision_ms"], 0).c_str(), number(r["ttft_video_10s_ms"], 0).c_str(),
+        number(r["video_as_images_tokens"], 0).c_str(),
+        number(r["video_as_images_vision_ms"], 0).c_str(),
+        number(r["ttft_video_as_images_ms"], 0).c_str());
+  }
 }
 
 }  // namespace qvl::cli
