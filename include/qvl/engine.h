@@ -14,6 +14,15 @@ namespace qvl {
 
 struct PreprocessedVideo;  // image/video_preprocess.h: the sampled, resized frames of a video
 
+// Speculative decoding (the answer stays the same bits; docs/speculative-decoding.md): up to
+// draft_tokens guessed tokens per sequence and step (0: off), from the prompt (prompt lookup)
+// and from a response format's forced text (jump-forward).
+struct SpeculativeOptions {
+  int64_t draft_tokens = 7;
+  bool prompt_lookup = true;
+  bool jump_forward = true;
+};
+
 struct EngineOptions {
   // Hugging Face folder (config.json, *.safetensors, tokenizer.json, ...) or a pre-packed file
   // written by `qvl quantize`.
@@ -66,12 +75,7 @@ struct EngineOptions {
   // spread over their steps so they keep their pace. Alone, a prompt runs in larger chunks.
   int64_t prefill_chunk = 64;
   int64_t max_batch = 16;  // requests decoding together; more wait in order
-  // Speculative decoding (the answer stays the same bits; docs/speculative-decoding.md): up to
-  // draft_tokens guessed tokens per sequence and step (0: off), from the prompt (prompt lookup)
-  // and from a response format's forced text (jump-forward).
-  int64_t draft_tokens = 7;
-  bool prompt_lookup = true;
-  bool jump_forward = true;
+  SpeculativeOptions speculative;
   // Free KV pages kept mapped in (and mapped in ahead) whenever the engine goes idle, so that
   // the next request (a chat's follow-up) does not fault fresh pages in: ~15-30 ms per 14 MiB
   // page of the 2B model in a VM. With any, pages are also mapped in whole when first used

@@ -17,6 +17,7 @@
 #include "cli/batch_item_runner.h"
 #include "cli/batch_output.h"
 #include "cli/batch_progress.h"
+#include "cli/draft_flags.h"
 #include "cli/sampling_flags.h"
 #include "cli/video_files.h"
 #include "hub/model_pull.h"
@@ -46,6 +47,7 @@ struct BatchOptions {
   int concurrency = 0;  // 0: the engine's max batch
   SamplingFlags sampling;
   VideoFlags video;
+  SpeculativeOptions speculative;
   bool max_tokens_given = false;
   bool per_document = false;  // one line per document with its pages (cli/batch_documents.h)
 };
@@ -168,6 +170,7 @@ void run_batch(const BatchOptions& o) {
   eo.threads = o.threads;
   eo.quant = o.quant;
   eo.kv_type = o.kv_type;
+  eo.speculative = o.speculative;
   eo.image_min_tokens = o.image_min_tokens;
   eo.image_max_tokens = o.image_max_tokens;
   o.video.apply(eo);
@@ -310,6 +313,7 @@ void add_batch_command(CLI::App& app) {
   cmd->add_option("--image-min-tokens", o->image_min_tokens, "Fewest tokens per image");
   cmd->add_option("--image-max-tokens", o->image_max_tokens, "Most tokens per image");
   o->video.add_to(*cmd);
+  add_draft_flags(cmd, o->speculative);
   o->sampling.add_to(*cmd);
   cmd->callback([o, cmd] {
     o->max_tokens_given = cmd->count("--max-tokens") > 0;

@@ -10,6 +10,7 @@
 #include "cli/answer_printer.h"
 #include "cli/conversation.h"
 #include "cli/document_files.h"
+#include "cli/draft_flags.h"
 #include "cli/sampling_flags.h"
 #include "cli/video_files.h"
 #include "hub/model_pull.h"
@@ -45,6 +46,7 @@ struct RunOptions {
   bool json_object = false;      // constrained decoding: answers are a JSON object
   bool show_reasoning = false;   // Thinking models: print the reasoning (dimmed on a terminal)
   SamplingFlags sampling;
+  SpeculativeOptions speculative;
 };
 
 const char* finish_name(FinishReason r) {
@@ -82,6 +84,7 @@ void run(const RunOptions& o) {
   eo.lm_head = o.lm_head;
   eo.vision_quant = o.vision_quant;
   eo.kv_type = o.kv_type;
+  eo.speculative = o.speculative;
   eo.image_min_tokens = o.image_min_tokens;
   eo.image_max_tokens = o.image_max_tokens;
   o.video.apply(eo);
@@ -144,6 +147,8 @@ void run(const RunOptions& o) {
   j["timings"] = {{"image_ms", r.stats.image_ms},   {"prompt_ms", r.stats.prompt_ms},
                   {"decode_ms", r.stats.decode_ms}, {"ttft_ms", r.stats.ttft_ms},
                   {"total_ms", r.stats.total_ms},   {"constraint_ms", r.stats.constraint_ms}};
+  j["usage"]["draft_tokens"] = r.stats.draft_tokens;
+  j["usage"]["draft_accepted_tokens"] = r.stats.draft_accepted_tokens;
   if (o.logprobs >= 0) j["logprobs"] = server::logprobs_json(r.logprobs)["content"];
   // Invalid UTF-8 cannot occur (the detokenizer emits whole characters), but never throw here.
   std::puts(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
@@ -188,6 +193,7 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--kv-type", opts->kv_type,
                   "KV cache with bf16/q8/q4 weights: f16 (default) or q8 (8-bit, 0.56x the memory)")
       ->check(CLI::IsMember({"f16", "q8"}));
+  add_draft_flags(cmd, opts->speculative);
   cmd->add_option("--video", opts->videos,
                   "Video file: MP4, WebM, MKV, MOV, animated GIF/WebP (repeatable; after the "
                   "images, before the question)")

@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
+#include "cli/draft_flags.h"
 #include "hub/model_pull.h"
 #include "server/server.h"
 
@@ -287,6 +288,7 @@ void add_serve_command(CLI::App& app) {
                    "for reuse")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 22));
+  add_draft_flags(serve, o.engine.speculative);
   serve->add_flag("!--no-prefix-cache", o.engine.prefix_cache,
                   "Free a finished request's KV pages at once and never reuse prompts (every "
                   "prompt computed in full; no request's speed depends on another's prompt)");

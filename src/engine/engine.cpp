@@ -89,10 +89,11 @@ SchedulerOptions scheduler_options(const EngineOptions& o) {
   s.prefill_chunk = o.prefill_chunk;
   s.prefill_chunk_alone = std::max(o.prefill_chunk, s.prefill_chunk_alone);
   s.max_running = o.max_batch;
-  if (o.draft_tokens < 0) fail(ErrorCode::kInvalidArgument, "draft_tokens must be 0 or more");
-  s.draft_tokens = std::min(o.draft_tokens, TextDecoder::kMaxDecodeRows - 1);
-  s.prompt_lookup = o.prompt_lookup;
-  s.jump_forward = o.jump_forward;
+  const SpeculativeOptions& spec = o.speculative;
+  if (spec.draft_tokens < 0) fail(ErrorCode::kInvalidArgument, "draft_tokens must be 0 or more");
+  s.draft_tokens = std::min(spec.draft_tokens, TextDecoder::kMaxDecodeRows - 1);
+  s.prompt_lookup = spec.prompt_lookup;
+  s.jump_forward = spec.jump_forward;
   s.idle_warm_kv_pages = std::max<int64_t>(0, o.idle_warm_kv_pages);
   return s;
 }

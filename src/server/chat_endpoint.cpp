@@ -227,6 +227,7 @@ void Server::record_chat_end(ChatContext& context, int status) {
   GenerationJob& first_job = context.job ? *context.job : *context.pages->job(0);
   metrics_.add_tokens(stats.prompt_tokens, stats.completion_tokens, stats.image_tokens,
                       stats.video_tokens);
+  metrics_.add_drafts(stats.draft_tokens, stats.draft_accepted_tokens);
   const double queued =
       std::chrono::duration<double>(context.job_started - context.received).count();
   metrics_.observe_time_to_first_token(queued + first_job.seconds_to_first_text());

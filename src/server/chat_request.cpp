@@ -343,6 +343,8 @@ constexpr KnownField kKnownFields[] = {
     {"top_k", Support::kImplemented, "qvl's addition, as in vLLM"},
     {"min_p", Support::kImplemented, "qvl's addition, as in vLLM"},
     {"repetition_penalty", Support::kImplemented, "qvl's addition, as in vLLM"},
+    {"draft_tokens", Support::kImplemented,
+     "qvl's addition: speculative decoding's drafts per step for this request (0: off)"},
     {"presence_penalty", Support::kImplemented, ""},
     {"frequency_penalty", Support::kImplemented, ""},
     {"seed", Support::kImplemented, ""},
@@ -487,6 +489,7 @@ ChatRequest parse_chat_request(std::string_view body, const ModelInfo& model,
   sampling.ignore_eos = false;
   parse_structured_output(body, request, out);
   out.generation.top_logprobs = read_logprobs(request);
+  read_integer(request, "draft_tokens", 0, 64, out.generation.draft_tokens);
   const ReasoningOutput reasoning = read_reasoning_output(request);
   out.reasoning = model.thinking ? reasoning : ReasoningOutput::kRaw;
   out.per_page = read_per_page_mode(request, out);

@@ -124,6 +124,12 @@ void Metrics::add_tokens(int64_t prompt_tokens, int64_t completion_tokens, int64
   video_tokens_ += static_cast<uint64_t>(std::max<int64_t>(video_tokens, 0));
 }
 
+void Metrics::add_drafts(int64_t drafted, int64_t accepted) {
+  std::lock_guard lock(mutex_);
+  draft_tokens_ += static_cast<uint64_t>(std::max<int64_t>(drafted, 0));
+  draft_accepted_tokens_ += static_cast<uint64_t>(std::max<int64_t>(accepted, 0));
+}
+
 void Metrics::observe_time_to_first_token(double seconds) {
   std::lock_guard lock(mutex_);
   ttft_.observe(seconds);
@@ -156,6 +162,12 @@ std::string Metrics::render(const LiveGauges& gauges) {
   sample(out, "qvl_video_tokens_total", static_cast<double>(video_tokens_));
   header(out, "qvl_completion_tokens_total", "counter", "Tokens generated.");
   sample(out, "qvl_completion_tokens_total", static_cast<double>(completion_tokens_));
+  header(out, "qvl_draft_tokens_total", "counter",
+         "Speculative decoding: draft tokens verified (prompt lookup, jump-forward).");
+  sample(out, "qvl_draft_tokens_total", static_cast<double>(draft_tokens_));
+  header(out, "qvl_draft_accepted_tokens_total", "counter",
+         "Speculative decoding: draft tokens the model agreed with (a decode step saved each).");
+  sample(out, "qvl_draft_accepted_tokens_total", static_cast<double>(draft_accepted_tokens_));
   header(out, "qvl_time_to_first_token_seconds", "histogram",
          "Time from admission to the first generated token.");
   ttft_.render("qvl_time_to_first_token_seconds", out);

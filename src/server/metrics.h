@@ -42,6 +42,8 @@ class Metrics {
   void count_request(const std::string& endpoint, int status);
   void add_tokens(int64_t prompt_tokens, int64_t completion_tokens, int64_t image_tokens,
                   int64_t video_tokens = 0);
+  // Speculative decoding: draft tokens verified, and accepted.
+  void add_drafts(int64_t drafted, int64_t accepted);
   void observe_time_to_first_token(double seconds);
   void observe_request_latency(double seconds);
   void observe_image_encode(double seconds);
@@ -55,6 +57,7 @@ class Metrics {
   uint64_t completion_tokens_ = 0;
   uint64_t image_tokens_ = 0;
   uint64_t video_tokens_ = 0;
+  uint64_t draft_tokens_ = 0, draft_accepted_tokens_ = 0;
   Histogram ttft_;
   Histogram latency_;
   Histogram image_encode_;

@@ -44,7 +44,14 @@ json usage_json(const GenerationStats& stats) {
   if (stats.video_tokens > 0) usage["prompt_tokens_details"]["video_tokens"] = stats.video_tokens;
   // As OpenAI reports its reasoning models' (Thinking models only).
   if (stats.reasoning_tokens >= 0) {
-    usage["completion_tokens_details"] = {{"reasoning_tokens", stats.reasoning_tokens}};
+    usage["completion_tokens_details"]["reasoning_tokens"] = stats.reasoning_tokens;
+  }
+  // Speculative decoding's drafts, in the fields OpenAI reports predicted outputs with: accepted
+  // ones each saved a decode step; rejected ones cost a row of a step, never a token.
+  if (stats.draft_tokens > 0) {
+    usage["completion_tokens_details"]["accepted_prediction_tokens"] = stats.draft_accepted_tokens;
+    usage["completion_tokens_details"]["rejected_prediction_tokens"] =
+        stats.draft_tokens - stats.draft_accepted_tokens;
   }
   return usage;
 }
@@ -63,7 +70,9 @@ json timings_json(const GenerationStats& stats) {
           {"completion_tokens_per_second",
            per_second(std::max<int64_t>(stats.completion_tokens - 1, 0), stats.decode_ms)},
           {"total_ms", stats.total_ms},
-          {"constraint_ms", stats.constraint_ms}};
+          {"constraint_ms", stats.constraint_ms},
+          {"draft_tokens", stats.draft_tokens},
+          {"draft_accepted_tokens", stats.draft_accepted_tokens}};
 }
 
 json completion_json(const CompletionIdentity& identity, const GenerationResult& result,

@@ -83,6 +83,8 @@ GenerationStats PageJobs::total_stats() {
     total.ttft_ms = total.ttft_ms > 0 ? total.ttft_ms : page.ttft_ms;  // the first page's
     total.total_ms += page.total_ms;
     total.constraint_ms += page.constraint_ms;
+    total.draft_tokens += page.draft_tokens;
+    total.draft_accepted_tokens += page.draft_accepted_tokens;
     if (page.reasoning_tokens >= 0) {
       total.reasoning_tokens = std::max<int64_t>(total.reasoning_tokens, 0) + page.reasoning_tokens;
     }

@@ -165,8 +165,8 @@ std::unique_ptr<Engine> load(const std::string& quant, int64_t draft_tokens,
   o.model_dir = model;
   o.quant = quant;
   o.kv_type = kv_type;
-  o.draft_tokens = draft_tokens;
-  o.prompt_lookup = prompt_lookup;
+  o.speculative.draft_tokens = draft_tokens;
+  o.speculative.prompt_lookup = prompt_lookup;
   return Engine::load(o);
 }
 

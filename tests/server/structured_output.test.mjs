@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import { startServer, postJson } from './helpers.mjs';
+import { startServer, postJson, metricValue } from './helpers.mjs';
 
 let server;
 let client;
@@ -245,5 +245,33 @@ test('bad tool requests are 400s naming the field', async () => {
     });
     assert.equal(r.status, 400, r.text);
     assert.equal(r.json.error.param, param, r.text);
+  }
+});
+
+test('speculative decoding: drafts change no answer; usage, timings and /metrics count them', async () => {
+  const drafts = () => Promise.all(['qvl_draft_tokens_total', 'qvl_draft_accepted_tokens_total']
+    .map((name) => metricValue(server, name)));
+  const [drafted0, accepted0] = await drafts();
+  for (const [name, schema] of Object.entries(SCHEMAS)) {
+    const plain = await ask(schema, 1, { temperature: 0, draft_tokens: 0 });
+    const drafted = await ask(schema, 1, { temperature: 0 });
+    assert.equal(drafted.choices[0].message.content, plain.choices[0].message.content, name);
+    assert.equal(drafted.usage.completion_tokens, plain.usage.completion_tokens, name);
+    assert.equal(plain.usage.completion_tokens_details?.accepted_prediction_tokens, undefined);
+    assert.equal(plain.timings.draft_tokens, 0);
+    const details = drafted.usage.completion_tokens_details ?? {};
+    // Required keys are forced text: drafted by jump-forward, and the model must agree.
+    if (schema.required) assert.ok(details.accepted_prediction_tokens > 0, name);
+    assert.equal(details.accepted_prediction_tokens + details.rejected_prediction_tokens,
+                 drafted.timings.draft_tokens);
+    assert.equal(details.accepted_prediction_tokens, drafted.timings.draft_accepted_tokens);
+  }
+  const [drafted1, accepted1] = await drafts();
+  assert.ok(drafted1 > drafted0 && accepted1 > accepted0 && accepted1 - accepted0 <= drafted1 - drafted0);
+  for (const bad of [-1, 65, 'x', 1.5]) {
+    const r = await postJson(server, '/v1/chat/completions',
+      { model: 'tiny', messages: [{ role: 'user', content: 'hi' }], draft_tokens: bad });
+    assert.equal(r.status, 400, `draft_tokens ${bad}`);
+    assert.match(r.json.error.message, /draft_tokens/);
   }
 });
