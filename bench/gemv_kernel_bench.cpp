@@ -1,5 +1,5 @@
-// Decode GEMV (m = 1) kernels on cold weights: BM_GemvKernel/<shape>/<type> runs the AVX2 run
-// kernel over a whole 2B-shaped matrix with all pool threads, split as small_batch_matmul splits
+// Decode GEMV (m = 1) kernels on cold weights: BM_GemvKernel/<shape>/<type>/<isa> runs the AVX2
+// (and, where the CPU has it, the AVX-512) run kernel over a whole 2B-shaped matrix with all pool threads, split as small_batch_matmul splits
 // it (runs of kMaxRunGroups groups), on rotating copies that do not fit the cache, as decode reads
 // them. To A/B a change, run this benchmark from a build of each commit (see README). Counters: pct_dram (weight bytes per second against BM_DramRead's all-thread
 // rate, see gemv_bench.cpp: measured separately, so compare rows of the same run), load1.
@@ -69,14 +69,23 @@ const int registered = [] {
                           {"down_2048x6144", QuantType::kQ4, 2048, 6144},
                           {"gate_up_6144x2048", QuantType::kQ8, 6144, 2048},
                           {"lm_head_151936x2048", QuantType::kQ8, 151936, 2048}};
+  struct Level {
+    const char* name;
+    kernels::QuantRunKernel q4, q8;
+  };
+  std::vector<Level> levels = {{"avx2", kernels::q4_run_avx2, kernels::q8_run_avx2}};
+  if (qvl::ops::best_isa() == qvl::ops::IsaLevel::kAvx512) {
+    levels.push_back({"avx512", kernels::q4_run_avx512, kernels::q8_run_avx512});
+  }
   for (const Shape& s : shapes) {
-    const kernels::QuantRunKernel kernel =
-        s.type == QuantType::kQ4 ? kernels::q4_run_avx2 : kernels::q8_run_avx2;
-    const std::string name =
-        std::string("BM_GemvKernel/") + s.what + "/" + qvl::ops::quant_type_name(s.type);
-    benchmark::RegisterBenchmark(name.c_str(), BM_GemvKernel, kernel, s.type, s.rows, s.cols)
-        ->UseRealTime()
-        ->Unit(benchmark::kMicrosecond);
+    for (const Level& level : levels) {
+      const kernels::QuantRunKernel kernel = s.type == QuantType::kQ4 ? level.q4 : level.q8;
+      const std::string name = std::string("BM_GemvKernel/") + s.what + "/" +
+                               qvl::ops::quant_type_name(s.type) + "/" + level.name;
+      benchmark::RegisterBenchmark(name.c_str(), BM_GemvKernel, kernel, s.type, s.rows, s.cols)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+    }
   }
   return 0;
 }();

@@ -116,6 +116,8 @@ json run_json(const BenchContext& ctx, const RunFigures& f) {
 
   // Decode reads every weight once per token, plus the KV cache of the context so far.
   const std::optional<double> dram = probe.dram_read_gb_per_s;
+  // The sustained ceiling beside the burst one (ops/machine_probe.h).
+  const std::optional<double> stream = probe.dram_stream_gb_per_s;
   const auto decode_gb_per_s = [&](double tok_per_s, double mean_context) {
     return (static_cast<double>(cost.decode_weight_bytes) +
             static_cast<double>(cost.kv_bytes_per_position) * mean_context) *
@@ -126,10 +128,13 @@ json run_json(const BenchContext& ctx, const RunFigures& f) {
   j["decode_pool_dispatches_per_token"] = f.decode_dispatches_per_token;
   j["decode_gb_per_s"] = decode_gb_per_s(f.decode_tok_per_s, f.decode_mean_context);
   j["decode_pct_of_dram"] = pct(j["decode_gb_per_s"].get<double>(), dram);
+  j["decode_pct_of_dram_stream"] = pct(j["decode_gb_per_s"].get<double>(), stream);
   for (const ContextFigure& c : f.contexts) {
     const std::string label = context_label(c.context);
     j["decode_tok_per_s_ctx" + label] = c.tok_per_s;
     j["decode_pct_of_dram_ctx" + label] = pct(decode_gb_per_s(c.tok_per_s, c.mean_context), dram);
+    j["decode_pct_of_dram_stream_ctx" + label] =
+        pct(decode_gb_per_s(c.tok_per_s, c.mean_context), stream);
     if (c.context > 0) {
       stages["decode_ctx" + label + "_ms_per_token"] = stages_json(c.stages);
       // Decode attention reads the KV cache of the context once per token.
@@ -146,6 +151,8 @@ json run_json(const BenchContext& ctx, const RunFigures& f) {
   const auto matrix_bytes = static_cast<double>(cost.decode_weight_bytes - cost.lm_head_bytes);
   efficiency["decode_gemv_pct_of_dram"] =
       pct(matrix_bytes / stage_ms(f.decode_stages, "gemv") * 1e-6, dram);
+  efficiency["decode_gemv_pct_of_dram_stream"] =
+      pct(matrix_bytes / stage_ms(f.decode_stages, "gemv") * 1e-6, stream);
   efficiency["decode_lm_head_pct_of_dram"] = pct(
       static_cast<double>(cost.lm_head_bytes) / stage_ms(f.decode_stages, "lm_head") * 1e-6, dram);
 
@@ -190,6 +197,7 @@ json machine_json(const ops::MachineProbe& m) {
     threads[std::to_string(f.threads)] = {
         {"dram_read_gb_per_s", f.dram_read_gb_per_s},
         {"dram_concurrent_rounds", f.dram_concurrent_rounds},
+        {"dram_stream_gb_per_s", f.dram_stream_gb_per_s},
         {"fp32_fma_gflop_per_s", f.fp32_fma_gflop_per_s},
         {"bf16_dot_gflop_per_s", optional_json(f.bf16_dot_gflop_per_s)},
         {"int8_dot_gop_per_s", f.int8_dot_gop_per_s}};

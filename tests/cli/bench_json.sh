@@ -36,7 +36,8 @@ if (r.peak_rss_mib_image_and_prompt > r.peak_rss_mib) fail("peak before the cont
 // tiny model, ~110 MiB with a 151k-token tokenizer); the peaks are those of the model run.
 if (r.machine.buffer_mib !== 512) fail("buffer_mib");
 if (!(r.peak_rss_mib < r.machine.buffer_mib / 2)) fail("peak_rss_mib holds the probe buffer");
-for (const k of ["decode_pct_of_dram", "decode_pct_of_dram_ctx1k", "prompt_pct_of_peak",
+for (const k of ["decode_pct_of_dram", "decode_pct_of_dram_ctx1k", "decode_pct_of_dram_stream",
+                 "decode_pct_of_dram_stream_ctx1k", "prompt_pct_of_peak",
                  "vision_448x448_pct_of_peak", "ttft_image_448_pct_of_floor"])
   percent(r, k);
 if (r.prompt_tokens !== 64) fail("prompt_tokens " + r.prompt_tokens);
@@ -73,7 +74,8 @@ for (const m of [r.machine, probe]) {
   for (const t of ["1", "2"]) {
     const f = m.threads[t];
     if (!f) fail("machine threads " + t);
-    for (const k of ["dram_read_gb_per_s", "fp32_fma_gflop_per_s", "int8_dot_gop_per_s"])
+    for (const k of ["dram_read_gb_per_s", "dram_stream_gb_per_s", "fp32_fma_gflop_per_s",
+                     "int8_dot_gop_per_s"])
       positive(f, k);
     if ((f.bf16_dot_gflop_per_s === null) !== (m.bf16_instruction === null)) fail("bf16");
   }

@@ -112,6 +112,7 @@ TEST(MachineProbe, FiguresArePositiveForEveryThreadCount) {
   EXPECT_EQ(two.threads, 2);
   for (const ProbeFigures* f : {&one, &two}) {
     expect_positive(f->dram_read_gb_per_s, "DRAM");
+    expect_positive(f->dram_stream_gb_per_s, "sustained DRAM");
     expect_positive(f->fp32_fma_gflop_per_s, "fp32");
     expect_positive(f->int8_dot_gop_per_s, "int8");
     EXPECT_EQ(f->bf16_dot_gflop_per_s.has_value(), m.isa == IsaLevel::kAvx512);
