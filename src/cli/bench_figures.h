@@ -16,7 +16,7 @@ struct BenchSettings {
   int64_t prompt_tokens = 512;
   int64_t decode_tokens = 128;
   std::vector<int64_t> contexts = {0, 1024, 4096};  // decode speed after this many tokens
-  bool large_image = true;
+  bool large_image = true;  // the 1024x768 and 1600x1200 images
 };
 
 // Milliseconds per stage name, in report order.
@@ -37,7 +37,9 @@ struct ContextFigure {
 
 struct RunFigures {
   int threads = 0;
-  VisionFigure vision_small, vision_large;  // 448x448 and 1024x768 (patches 0 when skipped)
+  // 448x448, 1024x768 and 1600x1200 (a page at OCR resolution, ~1900 tokens); patches 0 when
+  // skipped.
+  VisionFigure vision_small, vision_large, vision_page;
   int64_t prompt_tokens = 0;
   double prompt_tok_per_s = 0;
   StageTimes prefill_stages;

@@ -92,6 +92,11 @@ json run_json(const BenchContext& ctx, const RunFigures& f) {
   };
   vision("vision_448x448", f.vision_small);
   vision("vision_1024x768", f.vision_large);
+  vision("vision_1600x1200", f.vision_page);
+  // Attention grows with the square of the patches: how much more a page costs than 1024x768.
+  if (f.vision_page.patches > 0 && f.vision_large.ms > 0) {
+    j["vision_1600x1200_over_1024x768"] = f.vision_page.ms / f.vision_large.ms;
+  }
   j["vision_arithmetic"] =
       ops::matmul_arithmetic_name(ops::matmul_arithmetic(vision_type, f.vision_small.patches));
   // The tower's attention: bf16 products with every fast type where the CPU has them.

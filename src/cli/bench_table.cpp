@@ -71,6 +71,7 @@ void print_bench_table(const json& r) {
   std::vector<Row> rows = {
       {"vision 448x448 ms", "vision_448x448_ms", "vision_448x448_pct_of_peak"},
       {"vision 1024x768 ms", "vision_1024x768_ms", "vision_1024x768_pct_of_peak"},
+      {"vision 1600x1200 ms", "vision_1600x1200_ms", "vision_1600x1200_pct_of_peak"},
       {"prompt tok/s (" + number(last["prompt_tokens"], 0) + " tok)", "prompt_tok_per_s",
        "prompt_pct_of_peak"},
       {"decode tok/s", "decode_tok_per_s", "decode_pct_of_dram"}};

@@ -11,12 +11,17 @@ out=$("$QVL" --log-level warn bench -m "$MODEL" --repeats 1 --prompt-tokens 64 -
 probe=$("$QVL" --log-level warn bench --probe-only --probe-seconds 0.02 --json | tail -1)
 # q4 takes a q8 vision tower by default: the report names it and its int8 arithmetic.
 q4=$("$QVL" --log-level warn bench -m "$MODEL" --quant q4 --repeats 1 --prompt-tokens 16 \
-     --decode-tokens 2 --skip-large-image --skip-video --skip-document --contexts 0 --threads 1 --probe-seconds 0.02 --json |
+     --decode-tokens 2 --skip-video --skip-document --contexts 0 --threads 1 --probe-seconds 0.02 --json |
      tail -1)
 node -e '
 const r = JSON.parse(process.argv[1]);
 if (r.vision_weights !== "q8" || r.vision_arithmetic !== "int8") throw new Error("q4 vision " + process.argv[1]);
 if ("document_pages_per_min" in r) throw new Error("--skip-document measured the document");
+// The large images: 1024x768 and a page at OCR resolution, 1600x1200, and how much more it costs.
+for (const k of ["vision_1024x768_ms", "vision_1600x1200_ms", "vision_1600x1200_pct_of_peak"])
+  if (!(r[k] > 0)) throw new Error(k + " missing: " + process.argv[1]);
+if (Math.abs(r.vision_1600x1200_over_1024x768 - r.vision_1600x1200_ms / r.vision_1024x768_ms) > 1e-9)
+  throw new Error("vision_1600x1200_over_1024x768");
 ' "$q4"
 node -e '
 const r = JSON.parse(process.argv[1]), probe = JSON.parse(process.argv[2]);
