@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <thread>
 
 #include "server/access.h"
@@ -99,15 +100,20 @@ TEST(Admission, TryEnterTakesOnlyAFreeSlotNobodyWaitsFor) {
   Admission::Slot none;
   EXPECT_FALSE(admission.try_enter(none));  // both slots taken
   EXPECT_FALSE(static_cast<bool>(none));
-  std::thread waiter([&] {
+  // The waiter holds its slot until told, so that whether it is still queued or already admitted
+  // when try_enter runs, the slot is not free (it used to leave at once, freeing it).
+  std::promise<void> done_checking;
+  std::thread waiter([&, done = done_checking.get_future()] {
     Admission::Slot queued;
     EXPECT_EQ(admission.enter(queued, {}, std::chrono::milliseconds(5)),
               Admission::Outcome::kAdmitted);
+    done.wait();
   });
   while (admission.queued() == 0) std::this_thread::yield();
   // A slot frees while someone waits: the waiter gets it, try_enter does not jump the queue.
   extra.release();
   EXPECT_FALSE(admission.try_enter(none));
+  done_checking.set_value();
   waiter.join();
   EXPECT_TRUE(admission.try_enter(none));
   EXPECT_EQ(admission.active(), 2);
