@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { metricValue, postJson, startServer } from './helpers.mjs';
 import { runLengthBombPdf } from './make_pdf.mjs';
 
-const renderSeconds = 2;
+const renderSeconds = 3;
 let server;
 
 before(async () => {
@@ -30,14 +30,21 @@ const bombRequest = () => postJson(server, '/v1/chat/completions', {
 });
 
 test('a queued document renders only after the one ahead of it released the slot', async () => {
+  // Waits (polling, not sleeping: a loaded machine is slow) until the metric reads `want`.
+  const until = async (name, want) => {
+    const deadline = Date.now() + renderSeconds * 1000;
+    while (await metricValue(server, name) !== want && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return metricValue(server, name);
+  };
   const start = Date.now();
   const first = bombRequest().then((res) => ({ res, ms: Date.now() - start }));
-  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(await until('qvl_active_requests', 1), 1);  // the first holds the slot, rendering
   const second = bombRequest().then((res) => ({ res, ms: Date.now() - start }));
-  await new Promise((r) => setTimeout(r, 500));
-  // The first renders inside its slot; the second waits in the queue meanwhile.
+  // The second waits in the queue meanwhile, unrendered.
+  assert.equal(await until('qvl_queue_depth', 1), 1);
   assert.equal(await metricValue(server, 'qvl_active_requests'), 1);
-  assert.equal(await metricValue(server, 'qvl_queue_depth'), 1);
   const [a, b] = await Promise.all([first, second]);
   for (const { res } of [a, b]) {
     assert.equal(res.status, 400);
