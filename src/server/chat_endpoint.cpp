@@ -161,11 +161,15 @@ void Server::finish_chat(const std::shared_ptr<ChatContext>& context, HttpRespon
                   "application/json");
 }
 
-void Server::stream_chat(const std::shared_ptr<ChatContext>& context, HttpResponse& res) {
+void Server::begin_event_stream(HttpResponse& res) {
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_header("Content-Type", "text/event-stream");
+}
+
+void Server::stream_chat(const std::shared_ptr<ChatContext>& context, HttpResponse& res) {
+  begin_event_stream(res);
   // Runs on the request's worker thread once the headers are sent; the status it returns is
   // the one /metrics counts (499 when the client cut the stream).
   res.stream = [this, context](StreamSink& sink) {

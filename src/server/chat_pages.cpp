@@ -64,10 +64,7 @@ void Server::finish_pages(const std::shared_ptr<ChatContext>& context, HttpRespo
 }
 
 void Server::stream_pages(const std::shared_ptr<ChatContext>& context, HttpResponse& res) {
-  res.status = 200;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_header("Content-Type", "text/event-stream");
+  begin_event_stream(res);
   res.stream = [this, context](StreamSink& sink) {
     PageJobs& pages = *context->pages;
     const bool usage = context->include_usage;

@@ -10,13 +10,8 @@ namespace qvl::server {
 using Clock = std::chrono::steady_clock;
 
 void Server::handle_media_preview(const HttpRequest& req, HttpResponse& res) {
-  Engine* engine = ready_engine();
-  if (!engine) {
-    res.set_header("Retry-After", "5");
-    return send_error(res,
-                      ApiError(503, "server_error", "the model is still loading; retry shortly", "",
-                               "model_loading"));
-  }
+  Engine* engine = ready_engine_or_503(res);
+  if (!engine) return;
   nlohmann::json preview;
   try {
     MediaPreviewRequest request = parse_media_preview(req.body, engine->info(), options_.limits);

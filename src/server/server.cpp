@@ -119,6 +119,16 @@ Engine* Server::ready_engine() {
   return state_.load() == State::kReady ? engine_.get() : nullptr;
 }
 
+Engine* Server::ready_engine_or_503(HttpResponse& res) {
+  Engine* engine = ready_engine();
+  if (!engine) {
+    res.set_header("Retry-After", "5");
+    send_error(res, ApiError(503, "server_error", "the model is still loading; retry shortly", "",
+                             "model_loading"));
+  }
+  return engine;
+}
+
 std::string Server::model_id() const {
   if (!options_.model_alias.empty()) return options_.model_alias;
   if (engine_ && !engine_->info().name.empty()) return engine_->info().name;
@@ -254,13 +264,8 @@ json model_description(const ModelInfo& info) {
 }  // namespace
 
 void Server::handle_models(HttpResponse& res) {
-  Engine* engine = ready_engine();
-  if (!engine) {
-    res.set_header("Retry-After", "5");
-    return send_error(res,
-                      ApiError(503, "server_error", "the model is still loading; retry shortly", "",
-                               "model_loading"));
-  }
+  Engine* engine = ready_engine_or_503(res);
+  if (!engine) return;
   json model = {{"id", model_id()},
                 {"object", "model"},
                 {"created", started_at_},
@@ -275,13 +280,8 @@ void Server::handle_models(HttpResponse& res) {
 }
 
 void Server::handle_props(HttpResponse& res) {
-  Engine* engine = ready_engine();
-  if (!engine) {
-    res.set_header("Retry-After", "5");
-    return send_error(res,
-                      ApiError(503, "server_error", "the model is still loading; retry shortly", "",
-                               "model_loading"));
-  }
+  Engine* engine = ready_engine_or_503(res);
+  if (!engine) return;
   const ModelInfo& info = engine->info();
   const SamplingParams& sampling = info.default_sampling;
   const RequestLimits& limits = options_.limits;
@@ -346,13 +346,8 @@ void Server::handle_props(HttpResponse& res) {
 }
 
 void Server::handle_tokenize(const HttpRequest& req, HttpResponse& res) {
-  Engine* engine = ready_engine();
-  if (!engine) {
-    res.set_header("Retry-After", "5");
-    return send_error(res,
-                      ApiError(503, "server_error", "the model is still loading; retry shortly", "",
-                               "model_loading"));
-  }
+  Engine* engine = ready_engine_or_503(res);
+  if (!engine) return;
   try {
     const json body = parse_json_object(req.body, options_.limits.max_json_depth);
     const auto content = body.find("content");

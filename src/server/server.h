@@ -82,6 +82,10 @@ class Server {
   void add_common_headers(const HttpRequest& req, HttpResponse& res) const;
   void load_model();
   Engine* ready_engine();
+  // The engine, or nullptr once a 503 (the model is still loading, Retry-After) has been sent.
+  Engine* ready_engine_or_503(HttpResponse& res);
+  // A 200 whose body is a server-sent event stream (no caching, no proxy buffering).
+  static void begin_event_stream(HttpResponse& res);
   void handle_health(HttpResponse& res);
   void handle_models(HttpResponse& res);
   void handle_props(HttpResponse& res);
