@@ -1,8 +1,10 @@
 // Decode GEMV (m = 1) kernels on cold weights: BM_GemvKernel/<shape>/<type>/<isa> runs the AVX2
-// (and, where the CPU has it, the AVX-512) run kernel over a whole 2B-shaped matrix with all pool threads, split as small_batch_matmul splits
-// it (runs of kMaxRunGroups groups), on rotating copies that do not fit the cache, as decode reads
-// them. To A/B a change, run this benchmark from a build of each commit (see README). Counters: pct_dram (weight bytes per second against BM_DramRead's all-thread
-// rate, see gemv_bench.cpp: measured separately, so compare rows of the same run), load1.
+// (and, where the CPU has it, the AVX-512) run kernel over a whole 2B-shaped matrix with all pool
+// threads, split as small_batch_matmul splits it (runs of kMaxRunGroups groups), on rotating copies
+// that do not fit the cache, as decode reads them. To A/B a change, run this benchmark from a build
+// of each commit (see README). Counters: pct_dram (weight bytes per second against BM_DramRead's
+// all-thread rate, see gemv_bench.cpp: measured separately, so compare rows of the same run),
+// load1.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -13,8 +15,8 @@
 #include "base/thread_pool.h"
 #include "cold_matrices.h"
 #include "ops/packed_kernels.h"
-#include "ops/x86/packed_kernels_x86.h"
 #include "ops/packed_matrix.h"
+#include "ops/x86/packed_kernels_x86.h"
 
 namespace {
 

@@ -72,8 +72,8 @@ void bench(BenchOptions o) {
   eo.kv_type = o.kv_type;
   // 448x448 -> 196 tokens, 1024x768 -> 768 and 1600x1200 -> 1900 (1600x1216), unscaled.
   eo.image_max_tokens = 2048;
-  eo.image_cache_mb = -1;      // every image is new anyway (see measure_run)
-  eo.prefix_cache = false;     // so is every prompt: keeping their KV would only hold memory
+  eo.image_cache_mb = -1;   // every image is new anyway (see measure_run)
+  eo.prefix_cache = false;  // so is every prompt: keeping their KV would only hold memory
   const Timer load_timer;
   auto engine = Engine::load(eo);
   const double load_ms = load_timer.millis();
@@ -153,7 +153,8 @@ void add_bench_command(CLI::App& app) {
                   "last-level cache, at least 64 MiB)")
       ->check(CLI::Range(0, 16384));
   cmd->add_flag("--probe-only", o->probe_only, "Only measure the machine (no model)");
-  cmd->add_flag("--skip-large-image", o->skip_large_image, "Skip the 1024x768 and 1600x1200 images");
+  cmd->add_flag("--skip-large-image", o->skip_large_image,
+                "Skip the 1024x768 and 1600x1200 images");
   cmd->add_flag("--skip-document", o->skip_document,
                 "Skip the document figures (a 10-page PDF rendered at 1280 tokens a page, one or "
                 "two pages answered)");

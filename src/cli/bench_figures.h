@@ -16,7 +16,7 @@ struct BenchSettings {
   int64_t prompt_tokens = 512;
   int64_t decode_tokens = 128;
   std::vector<int64_t> contexts = {0, 1024, 4096};  // decode speed after this many tokens
-  bool large_image = true;  // the 1024x768 and 1600x1200 images
+  bool large_image = true;                          // the 1024x768 and 1600x1200 images
 };
 
 // Milliseconds per stage name, in report order.

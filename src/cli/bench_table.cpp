@@ -24,8 +24,8 @@ void print_machine(const json& m) {
               m["bf16_instruction"].is_string() ? m["bf16_instruction"].get<std::string>().c_str()
                                                 : "absent",
               m["int8_instruction"].get<std::string>().c_str());
-  std::printf("  %-8s %16s %18s %18s %18s %16s\n", "threads", "DRAM read GB/s",
-              "sustained GB/s", "fp32 FMA GFLOP/s", "bf16 dot GFLOP/s", "int8 dot GOP/s");
+  std::printf("  %-8s %16s %18s %18s %18s %16s\n", "threads", "DRAM read GB/s", "sustained GB/s",
+              "fp32 FMA GFLOP/s", "bf16 dot GFLOP/s", "int8 dot GOP/s");
   for (auto it = m["threads"].begin(); it != m["threads"].end(); ++it) {
     const json& f = it.value();
     std::printf("  %-8s %16s %18s %18s %18s %16s\n", it.key().c_str(),

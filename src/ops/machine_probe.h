@@ -29,12 +29,12 @@ struct ProbeOptions {
 
 struct ProbeFigures {
   int threads = 0;
-  double dram_read_gb_per_s = 0;    // 1e9 bytes/s
-  int dram_concurrent_rounds = 0;   // rounds the bandwidth came from (0: per-CPU-time fallback)
+  double dram_read_gb_per_s = 0;   // 1e9 bytes/s
+  int dram_concurrent_rounds = 0;  // rounds the bandwidth came from (0: per-CPU-time fallback)
   // Sustained: every thread streaming its share of the whole buffer at once. What decode's ~1 GB
   // per token can reach; dram_read is a burst rate above it.
   double dram_stream_gb_per_s = 0;
-  double fp32_fma_gflop_per_s = 0;  // multiply-add = 2 flops
+  double fp32_fma_gflop_per_s = 0;             // multiply-add = 2 flops
   std::optional<double> bf16_dot_gflop_per_s;  // absent without vdpbf16ps / BFMMLA at the level
   double int8_dot_gop_per_s = 0;               // multiply-add of a byte pair = 2 ops
 };

@@ -47,7 +47,8 @@ json answered(const std::string& answer, int prompt, int completion) {
 }
 
 TEST(DocumentLines, WritesADocumentOnceItsLastPageFinishesWithPagesInOrderAndSummedUsage) {
-  const BatchItem p1 = page_item("a.pdf", 1), p2 = page_item("a.pdf", 2), p3 = page_item("a.pdf", 3);
+  const BatchItem p1 = page_item("a.pdf", 1), p2 = page_item("a.pdf", 2),
+                  p3 = page_item("a.pdf", 3);
   BatchItem image;
   image.id = image.file = "cat.png";
   DocumentLines lines({&p1, &p2, &p3, &image});
