@@ -3,7 +3,7 @@
 // (the render gate would allow two at a time here; admission is what orders them).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { metricValue, postJson, startServer } from './helpers.mjs';
+import { metricValue, postJson, startServer, waitForMetric } from './helpers.mjs';
 import { runLengthBombPdf } from './make_pdf.mjs';
 
 const renderSeconds = 3;
@@ -30,20 +30,13 @@ const bombRequest = () => postJson(server, '/v1/chat/completions', {
 });
 
 test('a queued document renders only after the one ahead of it released the slot', async () => {
-  // Waits (polling, not sleeping: a loaded machine is slow) until the metric reads `want`.
-  const until = async (name, want) => {
-    const deadline = Date.now() + renderSeconds * 1000;
-    while (await metricValue(server, name) !== want && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    return metricValue(server, name);
-  };
   const start = Date.now();
   const first = bombRequest().then((res) => ({ res, ms: Date.now() - start }));
-  assert.equal(await until('qvl_active_requests', 1), 1);  // the first holds the slot, rendering
+  // The first holds the slot, rendering for renderSeconds.
+  await waitForMetric(server, 'qvl_active_requests', 1, renderSeconds * 1000);
   const second = bombRequest().then((res) => ({ res, ms: Date.now() - start }));
   // The second waits in the queue meanwhile, unrendered.
-  assert.equal(await until('qvl_queue_depth', 1), 1);
+  await waitForMetric(server, 'qvl_queue_depth', 1, renderSeconds * 1000);
   assert.equal(await metricValue(server, 'qvl_active_requests'), 1);
   const [a, b] = await Promise.all([first, second]);
   for (const { res } of [a, b]) {

@@ -105,6 +105,18 @@ export async function metricValue(server, name) {
   return line ? Number(line.split(' ')[1]) : NaN;
 }
 
+// Polls /metrics until `name` reads `want` (a loaded machine is slow: never sleep a fixed time);
+// throws naming the metric and its last value after timeoutMs.
+export async function waitForMetric(server, name, want, timeoutMs = 30000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await metricValue(server, name);
+    if (value === want) return;
+    if (Date.now() >= end) throw new Error(`${name} is ${value}, not ${want}, after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 // An open connection we control; `closed` resolves with what the server sent before closing.
 export function open(server, first = '') {
   const socket = net.connect(server.port, '127.0.0.1');

@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { MODEL_DIR, metricValue, startServer } from '../server/helpers.mjs';
+import { MODEL_DIR, metricValue, startServer, waitForMetric } from '../server/helpers.mjs';
 import { foreignRequests, launchBrowser, openPage, screenshotPath, sseBody } from './browser.mjs';
 
 const IMAGES = path.join(MODEL_DIR, 'images');
@@ -221,10 +221,7 @@ test('a 429 from a busy server counts down, retries once by itself, then offers 
     method: 'POST', signal: waiter.signal, headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'x', stream: true, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] }),
   }).catch(() => { /* aborted */ });
-  for (const end = Date.now() + 30000; (await metricValue(server, 'qvl_queue_depth')) !== 1;) {
-    assert.ok(Date.now() < end, 'the second client never queued');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitForMetric(server, 'qvl_queue_depth', 1);  // the second client queued
   const sent = chatBodies.length;
   await page.getByRole('textbox', { name: 'Question' }).fill('Are you busy?');
   await page.getByRole('textbox', { name: 'Question' }).press('Enter');
