@@ -106,7 +106,9 @@ Document read_document(std::string_view bytes, DocumentType type, const Document
 
   WorkerLimits worker;
   worker.memory_bytes = limits.memory_bytes;
-  worker.cpu_seconds = limits.max_seconds;
+  // The renderers are single-threaded, so CPU time trails wall time: the CPU limit is only a
+  // backstop, a second later, so that the limit that fires (and is named) is the one asked for.
+  worker.cpu_seconds = limits.max_seconds + 1;
   worker.wall_seconds = limits.max_seconds;
   // Every page at its full budget plus its text: anything beyond is not what was asked for.
   const uint64_t page_bytes = static_cast<uint64_t>(request.max_pixels) * 3 + (uint64_t{4} << 20);
