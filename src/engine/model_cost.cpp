@@ -19,12 +19,18 @@ ModelCost model_cost(const ModelConfig& config, const TextWeights& text,
   ModelCost c;
   double text_macs = 0;
   int64_t bytes = 0;
+  // A token reads (and multiplies with) the router and only num_experts_per_tok of the experts:
+  // their share of the experts' bytes is what decode streams.
+  const double active = t.num_experts > 0 ? static_cast<double>(t.num_experts_per_tok) /
+                                                static_cast<double>(t.num_experts)
+                                          : 1.0;
   for (const TextLayerWeights& l : text.layers) {
-    for (const ops::PackedMatrix* m :
-         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
-      text_macs += macs(*m);
-      bytes += static_cast<int64_t>(m->size_bytes());
-    }
+    for_each_layer_matrix(l, [&](const ops::PackedMatrix& m) {
+      const bool expert = l.sparse && &m != &l.sparse->router;
+      const double share = expert ? active : 1.0;
+      text_macs += share * macs(m);
+      bytes += static_cast<int64_t>(share * static_cast<double>(m.size_bytes()));
+    });
   }
   c.lm_head_bytes = static_cast<int64_t>(text.lm_head.size_bytes());
   c.decode_weight_bytes = bytes + c.lm_head_bytes;

@@ -146,6 +146,23 @@ TextConfig parse_text(const Reader& r) {
   return t;
 }
 
+// The mixture-of-experts fields of a Qwen3VLMoe text config.
+void parse_experts(const Reader& r, TextConfig& t) {
+  t.num_experts = r.positive("num_experts", kMaxCount);
+  t.num_experts_per_tok = r.positive("num_experts_per_tok", kMaxCount);
+  if (t.num_experts_per_tok > t.num_experts) r.bad("num_experts_per_tok", "at most num_experts");
+  t.moe_intermediate_size = r.positive("moe_intermediate_size");
+  t.decoder_sparse_step =
+      r.has("decoder_sparse_step") ? r.positive("decoder_sparse_step", kMaxCount) : 1;
+  if (r.has("mlp_only_layers")) t.mlp_only_layers = r.int_list("mlp_only_layers");
+  for (int64_t layer : t.mlp_only_layers) {
+    if (layer < 0 || layer >= t.num_layers) r.bad("mlp_only_layers", "layer indexes below depth");
+  }
+  // transformers 4.57's Qwen3VLMoe always renormalises the top-k weights; a config asking
+  // otherwise describes a model it (and qvl) would run differently from its training.
+  if (!r.boolean("norm_topk_prob", true)) r.bad("norm_topk_prob", "true (normalised top-k)");
+}
+
 VisionConfig parse_vision(const Reader& r) {
   VisionConfig v;
   v.depth = r.positive("depth", kMaxCount);
@@ -181,20 +198,25 @@ ModelConfig parse_model_config(const std::string& text, const std::string& origi
   const json j = parse_json(text, origin);
   if (!j.is_object()) fail(ErrorCode::kInvalidArgument, origin + " is not a JSON object");
   const Reader r(j, origin, "");
-  bool known = false;
+  bool dense = false, experts = false;
   if (r.has("architectures") && r.at("architectures").is_array()) {
     for (const auto& a : r.at("architectures")) {
-      if (a.is_string() && a.get<std::string>() == "Qwen3VLForConditionalGeneration") known = true;
+      if (!a.is_string()) continue;
+      dense = dense || a.get<std::string>() == "Qwen3VLForConditionalGeneration";
+      experts = experts || a.get<std::string>() == "Qwen3VLMoeForConditionalGeneration";
     }
   }
-  if (!known) {
+  if (!dense && !experts) {
     const std::string got = r.has("architectures") ? r.at("architectures").dump() : "none";
-    fail(ErrorCode::kUnsupported, origin + ": unsupported architecture " + got +
-                                      "; qvl runs Qwen3VLForConditionalGeneration (Qwen3-VL)");
+    fail(ErrorCode::kUnsupported,
+         origin + ": unsupported architecture " + got +
+             "; qvl runs Qwen3VLForConditionalGeneration and Qwen3VLMoeForConditionalGeneration "
+             "(Qwen3-VL)");
   }
   ModelConfig c;
   const Reader text_r = r.child("text_config");
   c.text = parse_text(text_r);
+  if (experts) parse_experts(text_r, c.text);
   c.vision = parse_vision(r.child("vision_config"));
   if (c.vision.deepstack_visual_indexes.size() > static_cast<size_t>(c.text.num_layers)) {
     fail(ErrorCode::kInvalidArgument, origin + ": more DeepStack layers than text layers");
@@ -212,6 +234,14 @@ ModelConfig parse_model_config(const std::string& text, const std::string& origi
   c.vision_start_token_id = r.in_range("vision_start_token_id", 0, vocab - 1, token_id);
   c.vision_end_token_id = r.in_range("vision_end_token_id", 0, vocab - 1, token_id);
   return c;
+}
+
+bool TextConfig::sparse_layer(int64_t layer) const {
+  if (num_experts == 0) return false;
+  for (int64_t dense : mlp_only_layers) {
+    if (dense == layer) return false;
+  }
+  return (layer + 1) % decoder_sparse_step == 0;
 }
 
 ModelConfig load_model_config(const std::string& dir) {

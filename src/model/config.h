@@ -25,6 +25,16 @@ struct TextConfig {
   bool mrope_interleaved = true;
   bool attention_bias = false;
   std::string hidden_act;
+  // Mixture of experts (Qwen3-VL-30B-A3B, 235B-A22B); num_experts == 0 for dense models. A layer
+  // is sparse unless it is in mlp_only_layers or (layer + 1) is not a multiple of
+  // decoder_sparse_step (transformers' rule); dense layers use intermediate_size.
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  int64_t decoder_sparse_step = 1;
+  std::vector<int64_t> mlp_only_layers;
+
+  bool sparse_layer(int64_t layer) const;
 };
 
 struct VisionConfig {

@@ -34,14 +34,25 @@ nlohmann::ordered_json model_config_json(const ModelConfig& c) {
                                    {"num_position_embeddings", v.num_position_embeddings},
                                    {"deepstack_visual_indexes", v.deepstack_visual_indexes},
                                    {"hidden_act", v.hidden_act}};
-  nlohmann::ordered_json out = {{"architectures", {"Qwen3VLForConditionalGeneration"}},
-                                {"model_type", "qwen3_vl"},
-                                {"tie_word_embeddings", c.tie_word_embeddings},
-                                {"image_token_id", c.image_token_id},
-                                {"vision_start_token_id", c.vision_start_token_id},
-                                {"vision_end_token_id", c.vision_end_token_id},
-                                {"text_config", text},
-                                {"vision_config", vision}};
+  const bool experts = t.num_experts > 0;
+  if (experts) {
+    text["num_experts"] = t.num_experts;
+    text["num_experts_per_tok"] = t.num_experts_per_tok;
+    text["moe_intermediate_size"] = t.moe_intermediate_size;
+    text["decoder_sparse_step"] = t.decoder_sparse_step;
+    text["mlp_only_layers"] = t.mlp_only_layers;
+    text["norm_topk_prob"] = true;
+  }
+  nlohmann::ordered_json out = {
+      {"architectures",
+       {experts ? "Qwen3VLMoeForConditionalGeneration" : "Qwen3VLForConditionalGeneration"}},
+      {"model_type", experts ? "qwen3_vl_moe" : "qwen3_vl"},
+      {"tie_word_embeddings", c.tie_word_embeddings},
+      {"image_token_id", c.image_token_id},
+      {"vision_start_token_id", c.vision_start_token_id},
+      {"vision_end_token_id", c.vision_end_token_id},
+      {"text_config", text},
+      {"vision_config", vision}};
   if (c.video_token_id >= 0) out["video_token_id"] = c.video_token_id;
   return out;
 }

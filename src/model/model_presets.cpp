@@ -1,5 +1,7 @@
 #include "model/model_presets.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "base/half.h"
 #include "base/thread_pool.h"
@@ -15,6 +17,9 @@ struct Preset {
   int64_t v_depth, v_hidden, v_heads, v_ff;
   std::vector<int64_t> deepstack;
   bool tied;  // false: a separate lm_head.weight
+  // Mixture of experts (0 experts: dense).
+  int64_t experts = 0, top_k = 0, moe_ff = 0;
+  std::vector<int64_t> mlp_only = {};
 };
 
 // The Qwen3-VL values are those of the published config.json files (docs/model-family.md).
@@ -37,6 +42,15 @@ Preset preset_by_name(const std::string& name) {
   }
   if (name == "qwen3-vl-32b") {
     return {5120, 64, 64, 8, 128, 25600, {24, 20, 20}, 27, 1152, 16, 4304, {8, 16, 24}, false};
+  }
+  // Mixtures of experts: tiny-moe (8 experts, 2 active, layer 1 dense) for tests; 30B-A3B with
+  // the published shapes (128 experts of width 768, 8 active, every layer sparse).
+  if (name == "tiny-moe") {
+    return {64, 4, 4, 2, 16, 128, {4, 2, 2}, 4, 32, 2, 64, {0, 1, 2}, false, 8, 2, 64, {1}};
+  }
+  if (name == "qwen3-vl-30b-a3b") {
+    return {2048, 48,   16,          4,     128, 6144, {24, 20, 20}, 27, 1152,
+            16,   4304, {8, 16, 24}, false, 128, 8,    768,          {}};
   }
   std::string names;
   for (const std::string& n : model_preset_names()) names += (names.empty() ? "" : ", ") + n;
@@ -83,9 +97,19 @@ ordered_json config_json(const Preset& p) {
                          {"patch_size", 16},
                          {"spatial_merge_size", 2},
                          {"temporal_patch_size", 2}};
-  return {{"architectures", {"Qwen3VLForConditionalGeneration"}},
+  const bool moe = p.experts > 0;
+  if (moe) {
+    text["decoder_sparse_step"] = 1;
+    text["mlp_only_layers"] = p.mlp_only;
+    text["moe_intermediate_size"] = p.moe_ff;
+    text["norm_topk_prob"] = true;
+    text["num_experts"] = p.experts;
+    text["num_experts_per_tok"] = p.top_k;
+  }
+  return {{"architectures",
+           {moe ? "Qwen3VLMoeForConditionalGeneration" : "Qwen3VLForConditionalGeneration"}},
           {"image_token_id", 151655},
-          {"model_type", "qwen3_vl"},
+          {"model_type", moe ? "qwen3_vl_moe" : "qwen3_vl"},
           {"text_config", text},
           {"tie_word_embeddings", p.tied},
           {"video_token_id", 151656},
@@ -126,7 +150,7 @@ TensorSpec random_tensor(const std::string& name, std::vector<int64_t> shape, fl
   return t;
 }
 
-std::vector<TensorSpec> tensors_for(const Preset& p, uint64_t seed) {
+std::vector<TensorSpec> tensors_for(const Preset& p, uint64_t seed, ExpertLayout layout) {
   std::vector<TensorSpec> ts;
   auto w = [&](const std::string& n, std::vector<int64_t> s) {
     ts.push_back(random_tensor(n, std::move(s), 0.0f, 0.035f, seed));
@@ -140,9 +164,27 @@ std::vector<TensorSpec> tensors_for(const Preset& p, uint64_t seed) {
     const std::string b = t + "layers." + std::to_string(l) + ".";
     ones(b + "input_layernorm.weight", p.hidden);
     ones(b + "post_attention_layernorm.weight", p.hidden);
-    w(b + "mlp.down_proj.weight", {p.hidden, p.ff});
-    w(b + "mlp.gate_proj.weight", {p.ff, p.hidden});
-    w(b + "mlp.up_proj.weight", {p.ff, p.hidden});
+    const bool sparse =
+        p.experts > 0 && std::find(p.mlp_only.begin(), p.mlp_only.end(), l) == p.mlp_only.end();
+    if (!sparse) {
+      w(b + "mlp.down_proj.weight", {p.hidden, p.ff});
+      w(b + "mlp.gate_proj.weight", {p.ff, p.hidden});
+      w(b + "mlp.up_proj.weight", {p.ff, p.hidden});
+    } else if (layout == ExpertLayout::kFused) {  // as transformers saves them
+      w(b + "mlp.experts.down_proj", {p.experts, p.moe_ff, p.hidden});
+      w(b + "mlp.experts.gate_up_proj", {p.experts, p.hidden, 2 * p.moe_ff});
+    } else {
+      for (int64_t e = 0; e < p.experts; ++e) {
+        const std::string x = b + "mlp.experts." + std::to_string(e) + ".";
+        w(x + "down_proj.weight", {p.hidden, p.moe_ff});
+        w(x + "gate_proj.weight", {p.moe_ff, p.hidden});
+        w(x + "up_proj.weight", {p.moe_ff, p.hidden});
+      }
+    }
+    // A router with a wider spread than the other weights, so that tokens prefer experts
+    // clearly (as a trained one does) rather than by a hair.
+    if (sparse)
+      ts.push_back(random_tensor(b + "mlp.gate.weight", {p.experts, p.hidden}, 0.0f, 0.2f, seed));
     ones(b + "self_attn.k_norm.weight", p.head_dim);
     ones(b + "self_attn.q_norm.weight", p.head_dim);
     w(b + "self_attn.k_proj.weight", {p.kv_heads * p.head_dim, p.hidden});
@@ -189,8 +231,9 @@ std::vector<TensorSpec> tensors_for(const Preset& p, uint64_t seed) {
 }  // namespace
 
 const std::vector<std::string>& model_preset_names() {
-  static const std::vector<std::string> names = {"tiny",        "tiny-odd",    "qwen3-vl-2b",
-                                                 "qwen3-vl-4b", "qwen3-vl-8b", "qwen3-vl-32b"};
+  static const std::vector<std::string> names = {"tiny",         "tiny-odd",        "tiny-moe",
+                                                 "qwen3-vl-2b",  "qwen3-vl-4b",     "qwen3-vl-8b",
+                                                 "qwen3-vl-32b", "qwen3-vl-30b-a3b"};
   return names;
 }
 
@@ -198,8 +241,9 @@ ordered_json preset_config_json(const std::string& preset) {
   return config_json(preset_by_name(preset));
 }
 
-std::vector<TensorSpec> preset_tensors(const std::string& preset, uint64_t seed) {
-  return tensors_for(preset_by_name(preset), seed);
+std::vector<TensorSpec> preset_tensors(const std::string& preset, uint64_t seed,
+                                       ExpertLayout layout) {
+  return tensors_for(preset_by_name(preset), seed, layout);
 }
 
 }  // namespace qvl

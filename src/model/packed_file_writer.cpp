@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/mapped_file.h"
 #include "model/config.h"
+#include "model/fused_experts.h"
 #include "model/packed_file.h"
 #include "model/text_decoder.h"
 #include "model/vision_weights.h"
@@ -49,10 +50,13 @@ class PackPlan {
     const TextWeights text = load_text_weights(config, store, WeightTypes{});
     head_tied_ = text.tied_lm_head;
     for (const TextLayerWeights& l : text.layers) {
-      for (const ops::PackedMatrix* m :
-           {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
-        add(name_of(*m), *m, stored_type(types.text));
-      }
+      for_each_layer_matrix(l, [&](const ops::PackedMatrix& m) {
+        // The router is packed in the type loading gives it (at least 8-bit).
+        const ops::QuantType type = l.sparse && &m == &l.sparse->router
+                                        ? sparse_router_type(stored_type(types.text))
+                                        : stored_type(types.text);
+        add(name_of(m), m, type);
+      });
     }
     // Always under this name, tied or not, so loaders find the head without packing.
     add(kPackedHeadName, text.lm_head, stored_type(types.lm_head));
@@ -230,7 +234,8 @@ PackedFileSummary write_packed_model_file(const std::string& model_dir, const st
                                           const std::string& vision_quant) {
   checked_quant(quant);
   const ModelConfig config = load_model_config(model_dir);
-  const WeightStore store = WeightStore::open_folder(model_dir);
+  WeightStore store = WeightStore::open_folder(model_dir);
+  split_fused_experts(config.text, store);
   const WeightTypes types = weight_types_for(quant, "", vision_quant);
   const PackPlan plan(config, store, types);
   return write_file(store, {plan.jobs(), {}, plan.head_tied(), true}, quant, types, out_path,

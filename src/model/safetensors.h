@@ -91,11 +91,16 @@ class WeightStore {
   // stored tensors and becomes packed(name). Throws kCorrupt naming the file and tensor unless
   // it is a 1-D U8 tensor of exactly ops::packed_size_bytes(type, rows, cols) bytes.
   void declare_packed(const std::string& name, ops::QuantType type, int64_t rows, int64_t cols);
+  // Tensors derived from stored ones (fused experts split per expert), whose bytes `keep` owns,
+  // replace the stored tensors `replaced`. Throws kCorrupt for a name that exists already.
+  // (weight_store_views.cpp)
+  void replace_with_views(const std::vector<std::string>& replaced, std::vector<TensorView> views,
+                          std::shared_ptr<const void> keep);
 
  private:
   std::vector<std::unique_ptr<SafeTensorsFile>> files_;
   std::vector<std::unique_ptr<TensorView>> views_;  // from_views: the views index_ points to
-  std::shared_ptr<const void> keep_;                // from_views: what owns their bytes
+  std::vector<std::shared_ptr<const void>> keep_;   // what owns the views' bytes
   std::map<std::string, const TensorView*> index_;
   std::map<std::string, PackedTensor> packed_;
   std::map<std::string, std::string> metadata_;

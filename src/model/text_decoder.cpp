@@ -19,6 +19,28 @@
 
 namespace qvl {
 
+namespace {
+
+// The router and experts of a sparse layer, under the per-expert names (fused checkpoints are
+// split into them when opened: model/fused_experts.h).
+SparseMlpWeights load_sparse_mlp(const TextConfig& c, const WeightStore& store,
+                                 const std::string& mlp, ops::QuantType type) {
+  const int64_t h = c.hidden_size, ff = c.moe_intermediate_size;
+  SparseMlpWeights w;
+  w.router = packed_weight(store, mlp + "gate.weight", c.num_experts, h, sparse_router_type(type));
+  for (int64_t e = 0; e < c.num_experts; ++e) {
+    const std::string x = mlp + "experts." + std::to_string(e) + ".";
+    ExpertWeights ew;
+    ew.gate_proj = packed_weight(store, x + "gate_proj.weight", ff, h, type);
+    ew.up_proj = packed_weight(store, x + "up_proj.weight", ff, h, type);
+    ew.down_proj = packed_weight(store, x + "down_proj.weight", h, ff, type);
+    w.experts.push_back(std::move(ew));
+  }
+  return w;
+}
+
+}  // namespace
+
 TextWeights load_text_weights(const ModelConfig& config, const WeightStore& store,
                               const WeightTypes& types) {
   const TextConfig& c = config.text;
@@ -41,9 +63,13 @@ TextWeights load_text_weights(const ModelConfig& config, const WeightStore& stor
     lw.k_proj = packed_weight(store, l + "self_attn.k_proj.weight", kv_dim, h, text);
     lw.v_proj = packed_weight(store, l + "self_attn.v_proj.weight", kv_dim, h, text);
     lw.o_proj = packed_weight(store, l + "self_attn.o_proj.weight", h, q_dim, text);
-    lw.gate_proj = packed_weight(store, l + "mlp.gate_proj.weight", ff, h, text);
-    lw.up_proj = packed_weight(store, l + "mlp.up_proj.weight", ff, h, text);
-    lw.down_proj = packed_weight(store, l + "mlp.down_proj.weight", h, ff, text);
+    if (c.sparse_layer(i)) {
+      lw.sparse = load_sparse_mlp(c, store, l + "mlp.", text);
+    } else {
+      lw.gate_proj = packed_weight(store, l + "mlp.gate_proj.weight", ff, h, text);
+      lw.up_proj = packed_weight(store, l + "mlp.up_proj.weight", ff, h, text);
+      lw.down_proj = packed_weight(store, l + "mlp.down_proj.weight", h, ff, text);
+    }
     lw.input_norm = vector_weight(store, l + "input_layernorm.weight", h);
     lw.post_attention_norm = vector_weight(store, l + "post_attention_layernorm.weight", h);
     lw.q_norm = vector_weight(store, l + "self_attn.q_norm.weight", c.head_dim);
@@ -70,13 +96,13 @@ void TextDecoder::embed(const int64_t* ids, int64_t n, float* out) const {
 bool TextDecoder::exact_weights() const {
   // Any packed matrix means fast weights (a matrix too narrow to pack stays exact among them).
   if (w_.lm_head.type() != ops::QuantType::kExact) return false;
+  bool exact = true;
   for (const TextLayerWeights& l : w_.layers) {
-    for (const ops::PackedMatrix* m :
-         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
-      if (m->type() != ops::QuantType::kExact) return false;
-    }
+    for_each_layer_matrix(l, [&](const ops::PackedMatrix& m) {
+      exact = exact && m.type() == ops::QuantType::kExact;
+    });
   }
-  return true;
+  return exact;
 }
 
 KVType TextDecoder::kv_type() const {
@@ -185,10 +211,22 @@ void TextDecoder::attention_block(int64_t layer, const std::vector<BatchEntry>& 
 
 void TextDecoder::mlp_block(int64_t layer, int64_t n) {
   const TextLayerWeights& lw = w_.layers[layer];
+  if (lw.sparse) return sparse_mlp_block(*lw.sparse);
   const int64_t ff = config_.intermediate_size;
   matmul_segments(normed_.data(), {{&lw.gate_proj, gate_.data()}, {&lw.up_proj, up_}});
   ops::silu_mul(gate_.data(), up_, n * ff, gate_.data());
   matmul_segments(gate_.data(), {{&lw.down_proj, proj_}});
+}
+
+void TextDecoder::sparse_mlp_block(const SparseMlpWeights& w) {
+  // Per segment, so that a row's experts see the same batches as the dense matmuls' rows do
+  // (batch invariance). The output rows overwrite the input rows (proj_ is normed_): forward
+  // reads all of its input before it writes.
+  const int64_t h = config_.hidden_size;
+  for (const Segment& s : segments_) {
+    sparse_mlp_.forward(w, config_.num_experts_per_tok, normed_.data() + s.begin * h,
+                        s.end - s.begin, proj_ + s.begin * h);
+  }
 }
 
 void TextDecoder::forward(const float* x, int64_t n, const int64_t* positions, KVSequence& cache,

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "base/aligned_buffer.h"
@@ -11,6 +13,7 @@
 #include "model/kv_cache.h"
 #include "model/mrope.h"
 #include "model/safetensors.h"
+#include "model/sparse_mlp.h"
 #include "model/tensor_tap.h"
 #include "model/weight_types.h"
 #include "ops/packed_matrix.h"
@@ -19,9 +22,27 @@
 namespace qvl {
 
 struct TextLayerWeights {
-  ops::PackedMatrix q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+  ops::PackedMatrix q_proj, k_proj, v_proj, o_proj;
+  // The dense MLP; empty in a sparse layer, which has `sparse` instead.
+  ops::PackedMatrix gate_proj, up_proj, down_proj;
+  std::optional<SparseMlpWeights> sparse;
   std::vector<float> input_norm, post_attention_norm, q_norm, k_norm;
 };
+
+// fn(const ops::PackedMatrix&) for every matrix of the layer (attention, then the dense MLP's or
+// the router and every expert's).
+template <typename Fn>
+void for_each_layer_matrix(const TextLayerWeights& l, Fn&& fn) {
+  for (const ops::PackedMatrix* m : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj}) fn(*m);
+  if (!l.sparse) {
+    for (const ops::PackedMatrix* m : {&l.gate_proj, &l.up_proj, &l.down_proj}) fn(*m);
+    return;
+  }
+  fn(l.sparse->router);
+  for (const ExpertWeights& e : l.sparse->experts) {
+    for (const ops::PackedMatrix* m : {&e.gate_proj, &e.up_proj, &e.down_proj}) fn(*m);
+  }
+}
 
 struct TextWeights {
   ops::WeightRef embed_tokens;  // [vocab, hidden]
@@ -114,8 +135,10 @@ class TextDecoder {
   void matmul_segments(const float* x, std::initializer_list<Product> products) const;
   void attention_block(int64_t layer, const std::vector<BatchEntry>& entries);
   void mlp_block(int64_t layer, int64_t n);
+  void sparse_mlp_block(const SparseMlpWeights& w);
 
   std::vector<Segment> segments_;
+  SparseMlp sparse_mlp_;
   std::vector<int64_t> entry_rows_;  // first batch row of each entry (decode-like batches)
   std::vector<int64_t> batch_positions_;
   TextConfig config_;

@@ -8,14 +8,11 @@
 
 namespace qvl {
 
-// fn(const ops::PackedMatrix&) for the layers' projections and the output head.
+// fn(const ops::PackedMatrix&) for the layers' matrices (for_each_layer_matrix) and the output
+// head.
 template <typename Fn>
 void for_each_matrix(const TextWeights& w, Fn&& fn) {
-  for (const TextLayerWeights& l : w.layers) {
-    for (const ops::PackedMatrix* m :
-         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj})
-      fn(*m);
-  }
+  for (const TextLayerWeights& l : w.layers) for_each_layer_matrix(l, fn);
   fn(w.lm_head);
 }
 

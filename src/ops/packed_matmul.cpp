@@ -270,4 +270,12 @@ void matmul_multi(const float* x, int64_t m, const MatmulOutput* outputs, size_t
   }
 }
 
+void matmul_grouped(const float* x, const GroupedOutput* outputs, size_t count) {
+  for (size_t j = 0; j < count; ++j) {
+    const GroupedOutput& o = outputs[j];
+    QVL_CHECK(0 <= o.row_begin && o.row_begin <= o.row_end);
+    matmul(x + o.row_begin * o.w->cols(), o.row_end - o.row_begin, *o.w, nullptr, o.y);
+  }
+}
+
 }  // namespace qvl::ops

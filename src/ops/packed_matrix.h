@@ -171,6 +171,17 @@ struct MatmulOutput {
 };
 void matmul_multi(const float* x, int64_t m, const MatmulOutput* outputs, size_t count);
 
+// Products of matrices with row ranges of one input (a mixture of experts: each expert's
+// tokens): y = x[row_begin, row_end) * W^T, y holding (row_end - row_begin) rows. Bit-identical
+// to a matmul call per output; outputs whose matrices share the type and cols run in one parallel
+// region where the kernels allow (stored q8/q4 strips: x quantized once, one pool dispatch).
+struct GroupedOutput {
+  const PackedMatrix* w;
+  int64_t row_begin, row_end;
+  float* y;
+};
+void matmul_grouped(const float* x, const GroupedOutput* outputs, size_t count);
+
 // Dispatch control for tests/benchmarks: which ISA level matmul uses (default: best available).
 // The best level whose kernels passed a one-time self-check against the scalar ones (see
 // packed_matmul.cpp); equals cpu_isa() unless a kernel is broken (then logged as an error).
