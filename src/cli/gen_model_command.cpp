@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,8 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/mapped_file.h"
+#include "base/timer.h"
+#include "engine/model_quantizer.h"
 #include "model/model_presets.h"
 #include "model/safetensors_writer.h"
 
@@ -39,8 +42,11 @@ void copy_file(const std::string& from, const std::string& to) {
 
 }  // namespace
 
-void generate_model(const std::string& preset_name, const std::string& tokenizer_dir,
-                    const std::string& out_dir, uint64_t seed) {
+namespace {
+
+// Everything of a model folder but its weights.
+void write_model_files(const std::string& preset_name, const std::string& tokenizer_dir,
+                       const std::string& out_dir) {
   if (!file_exists(tokenizer_dir + "/tokenizer.json")) {
     fail(ErrorCode::kNotFound, "no tokenizer.json in '" + tokenizer_dir + "'");
   }
@@ -63,12 +69,37 @@ void generate_model(const std::string& preset_name, const std::string& tokenizer
     const std::string src = tokenizer_dir + "/" + f;
     if (file_exists(src)) copy_file(src, out_dir + "/" + f);
   }
+}
+
+}  // namespace
+
+void generate_model(const std::string& preset_name, const std::string& tokenizer_dir,
+                    const std::string& out_dir, uint64_t seed) {
+  write_model_files(preset_name, tokenizer_dir, out_dir);
   write_safetensors(out_dir + "/model.safetensors", preset_tensors(preset_name, seed));
+}
+
+QuantizeSummary generate_packed_model(const std::string& preset_name,
+                                      const std::string& tokenizer_dir, const std::string& quant,
+                                      const std::string& out_path, uint64_t seed) {
+  // The files beside the weights go through a folder of their own, as `qvl quantize` reads them.
+  const std::string files = out_path + ".files";
+  std::filesystem::remove_all(files);
+  try {
+    write_model_files(preset_name, tokenizer_dir, files);
+    const QuantizeSummary s = quantize_generated_model(
+        files, preset_tensors(preset_name, seed, ExpertLayout::kPerExpert), quant, out_path);
+    std::filesystem::remove_all(files);
+    return s;
+  } catch (...) {
+    std::filesystem::remove_all(files);
+    throw;
+  }
 }
 
 void add_gen_model_command(CLI::App& app) {
   struct Options {
-    std::string preset = "tiny", tokenizer, out;
+    std::string preset = "tiny", tokenizer, out, quant;
     uint64_t seed = 1234;
   };
   auto o = std::make_shared<Options>();
@@ -79,11 +110,24 @@ void add_gen_model_command(CLI::App& app) {
       ->check(CLI::IsMember(model_preset_names()));
   cmd->add_option("--tokenizer", o->tokenizer, "Folder with tokenizer.json (and chat template)")
       ->required();
-  cmd->add_option("--out", o->out, "Output folder")->required();
+  cmd->add_option("--out", o->out, "Output folder (with --quant: the pre-packed file)")->required();
   cmd->add_option("--seed", o->seed, "Random seed");
+  cmd->add_option("--quant", o->quant,
+                  "Write a pre-packed file (as `qvl quantize` would) in bf16, q8 or q4 directly, "
+                  "without the bf16 folder (30B-A3B: 60 GB)")
+      ->check(CLI::IsMember({"bf16", "q8", "q4"}));
   cmd->callback([o] {
-    generate_model(o->preset, o->tokenizer, o->out, o->seed);
-    QVL_LOG(kInfo) << "wrote " << o->preset << " model to " << o->out;
+    if (o->quant.empty()) {
+      generate_model(o->preset, o->tokenizer, o->out, o->seed);
+      QVL_LOG(kInfo) << "wrote " << o->preset << " model to " << o->out;
+      return;
+    }
+    const Timer timer;
+    const QuantizeSummary s =
+        generate_packed_model(o->preset, o->tokenizer, o->quant, o->out, o->seed);
+    QVL_LOG(kInfo) << "wrote " << o->preset << " model to " << o->out << ": " << o->quant << ", "
+                   << s.packed_matrices << " packed matrices, " << s.file_bytes / (1 << 20)
+                   << " MiB in " << static_cast<int>(timer.millis()) << " ms";
   });
 }
 

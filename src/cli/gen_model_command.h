@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "engine/model_quantizer.h"
+
 namespace qvl::cli {
 
 void add_gen_model_command(CLI::App& app);
@@ -14,5 +16,11 @@ void add_gen_model_command(CLI::App& app);
 // tokenizer_dir. preset: one of model_preset_names() (model/model_presets.h).
 void generate_model(const std::string& preset, const std::string& tokenizer_dir,
                     const std::string& out_dir, uint64_t seed);
+
+// The same model as a pre-packed file of `quant` (bf16, q8 or q4) written directly: equal to
+// `qvl quantize` on generate_model's folder, without the folder.
+QuantizeSummary generate_packed_model(const std::string& preset, const std::string& tokenizer_dir,
+                                      const std::string& quant, const std::string& out_path,
+                                      uint64_t seed);
 
 }  // namespace qvl::cli

@@ -146,7 +146,7 @@ class EngineImpl : public Engine {
         options.max_context > 0 ? std::min(options.max_context, model_ctx) : model_ctx;
     info_.vocab_size = model_->config.text.vocab_size;
     info_.parameters = model_parameters(model_->config).total();
-    info_.size = model_size_label(info_.parameters);
+    info_.size = model_size_label(model_->config);
     info_.file_format = model_->file_format;
     info_.file_type = model_->file_type;
     info_.vision_file_type = model_->vision_file_type;

@@ -214,11 +214,22 @@ std::unique_ptr<LoadedModel> load_model(const std::string& path_in, const std::s
   auto model = gguf                  ? load_gguf_model(*gguf, quant, lm_head, vision_quant)
                : is_model_file(path) ? load_packed_file(path, quant, lm_head, vision_quant)
                                      : load_folder(path, quant, lm_head, vision_quant);
-  // Every decoder matrix is read for every token: its pages are mapped in now (tens of ms) rather
-  // than faulted in one by one during the first request (~0.4 s per GB). The vision tower's wait
-  // for its first image (VisionEncoder): a text-only server need not hold them.
-  for_each_matrix(model->text_weights,
-                  [](const ops::PackedMatrix& w) { populate_pages(w.bytes(), w.size_bytes()); });
+  // Every dense decoder matrix is read for every token: its pages are mapped in now (tens of ms)
+  // rather than faulted in one by one during the first request (~0.4 s per GB). A mixture's
+  // experts are not (a token reads 8 of 128: the page cache keeps those in use, and a 30B-A3B
+  // file need not fit in memory), nor is the vision tower, which waits for its first image
+  // (VisionEncoder): a text-only server need not hold it.
+  const auto populate = [](const ops::PackedMatrix& w) {
+    populate_pages(w.bytes(), w.size_bytes());
+  };
+  for (const TextLayerWeights& l : model->text_weights.layers) {
+    for (const ops::PackedMatrix* m :
+         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
+      populate(*m);
+    }
+    if (l.sparse) populate(l.sparse->router);
+  }
+  populate(model->text_weights.lm_head);
   const ExactFallbacks after = exact_fallbacks();
   if (after.matrices > before.matrices) {
     QVL_LOG(kInfo) << after.matrices - before.matrices

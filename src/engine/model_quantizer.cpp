@@ -44,14 +44,8 @@ void require_packable(const std::string& quant) {
   }
 }
 
-}  // namespace
-
-QuantizeSummary quantize_model_folder(const std::string& model_dir, const std::string& quant,
-                                      const std::string& out_path,
-                                      const std::string& vision_quant) {
-  require_model_folder(model_dir);
-  require_packable(quant);                    // fail before any slow work
-  weight_types_for(quant, "", vision_quant);  // fail before any slow work
+// The folder's files as a pre-packed file embeds them, each checked as a loader parses it.
+PackedFileExtras folder_extras(const std::string& model_dir) {
   PackedFileExtras extras;
   for (const char* name : kEmbeddedFiles) {
     const std::string path = model_dir + "/" + name;
@@ -72,9 +66,35 @@ QuantizeSummary quantize_model_folder(const std::string& model_dir, const std::s
   extras.blobs.push_back(byte_tensor(kCompactTokenizerName, tokenizer.to_compact()));
   extras.metadata[kPackedChatTemplateKnownKey] =
       is_known_chat_template(model_dir) ? "true" : "false";
+  return extras;
+}
 
+}  // namespace
+
+QuantizeSummary quantize_model_folder(const std::string& model_dir, const std::string& quant,
+                                      const std::string& out_path,
+                                      const std::string& vision_quant) {
+  require_model_folder(model_dir);
+  require_packable(quant);                    // fail before any slow work
+  weight_types_for(quant, "", vision_quant);  // fail before any slow work
+  const PackedFileExtras extras = folder_extras(model_dir);
   const PackedFileSummary written =
       write_packed_model_file(model_dir, quant, out_path, extras, vision_quant);
+  return summary_of(written, extras, out_path);
+}
+
+QuantizeSummary quantize_generated_model(const std::string& files_dir,
+                                         const std::vector<TensorSpec>& tensors,
+                                         const std::string& quant, const std::string& out_path) {
+  require_packable(quant);
+  const PackedFileExtras extras = folder_extras(files_dir);
+  const ModelConfig config = load_model_config(files_dir);
+  // The experts (97% of 30B-A3B) are made one matrix at a time as they are packed.
+  const auto lazy = [](const std::string& name) {
+    return name.find(".mlp.experts.") != std::string::npos;
+  };
+  const PackedFileSummary written =
+      write_packed_generated_file(config, tensors, lazy, quant, out_path, extras);
   return summary_of(written, extras, out_path);
 }
 

@@ -5,6 +5,9 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
+
+#include "model/safetensors_writer.h"
 
 namespace qvl {
 
@@ -31,5 +34,13 @@ QuantizeSummary quantize_model_folder(const std::string& model_dir, const std::s
 QuantizeSummary quantize_gguf_pair(const std::string& text_path, const std::string& mmproj_path,
                                    const std::string& quant, const std::string& out_path,
                                    const std::string& vision_quant = "");
+
+// The same from generated tensors (`qvl gen-model --quant`): files_dir holds the files a model
+// folder has besides its weights (config.json, tokenizer, ...), tensors the weights under the
+// names loaders take; the experts of a mixture are made as they are packed (memory holds the
+// rest of the model, not its experts).
+QuantizeSummary quantize_generated_model(const std::string& files_dir,
+                                         const std::vector<TensorSpec>& tensors,
+                                         const std::string& quant, const std::string& out_path);
 
 }  // namespace qvl

@@ -1,6 +1,7 @@
 #include "model/model_presets.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "base/error.h"
 #include "base/half.h"
@@ -49,7 +50,7 @@ Preset preset_by_name(const std::string& name) {
     return {64, 4, 4, 2, 16, 128, {4, 2, 2}, 4, 32, 2, 64, {0, 1, 2}, false, 8, 2, 64, {1}};
   }
   if (name == "qwen3-vl-30b-a3b") {
-    return {2048, 48,   16,          4,     128, 6144, {24, 20, 20}, 27, 1152,
+    return {2048, 48,   32,          4,     128, 6144, {24, 20, 20}, 27, 1152,
             16,   4304, {8, 16, 24}, false, 128, 8,    768,          {}};
   }
   std::string names;
@@ -127,27 +128,43 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-TensorSpec random_tensor(const std::string& name, std::vector<int64_t> shape, float mean,
-                         float spread, uint64_t seed) {
+uint64_t tensor_hash(const std::string& name, uint64_t seed) {
   uint64_t h = seed;
   for (char c : name) h = mix(h ^ static_cast<uint8_t>(c));
+  return h;
+}
+
+// Element `index` of the tensor whose hash is h: the sum of two uniforms, a cheap bell-shaped
+// value in [mean - spread, mean + spread).
+uint16_t random_element(uint64_t h, uint64_t index, float mean, float spread) {
+  const uint64_t r = mix(h + index);
+  const float u = static_cast<float>(r >> 40) / 16777216.0f;
+  const float v = static_cast<float>((r >> 16) & 0xffffff) / 16777216.0f;
+  return f32_to_bf16(mean + spread * (u + v - 1.0f));
+}
+
+// A tensor whose element i is element source_index(i) of the random tensor of hash h.
+TensorSpec random_view(const std::string& name, std::vector<int64_t> shape, uint64_t h, float mean,
+                       float spread, std::function<uint64_t(uint64_t)> source_index) {
   TensorSpec t{name, DType::kBF16, std::move(shape), {}};
-  t.fill = [h, mean, spread](int64_t offset, int64_t count, uint8_t* out) {
+  t.fill = [h, mean, spread, source_index](int64_t offset, int64_t count, uint8_t* out) {
     auto* dst = reinterpret_cast<uint16_t*>(out);
     ThreadPool::global().parallel_for(
         static_cast<size_t>(count),
         [&](size_t b, size_t e) {
           for (size_t i = b; i < e; ++i) {
-            // Sum of two uniforms: a cheap bell-shaped value in [-1, 1).
-            const uint64_t r = mix(h + static_cast<uint64_t>(offset) + i);
-            const float u = static_cast<float>(r >> 40) / 16777216.0f;
-            const float v = static_cast<float>((r >> 16) & 0xffffff) / 16777216.0f;
-            dst[i] = f32_to_bf16(mean + spread * (u + v - 1.0f));
+            const uint64_t at = static_cast<uint64_t>(offset) + i;
+            dst[i] = random_element(h, source_index ? source_index(at) : at, mean, spread);
           }
         },
         4096);
   };
   return t;
+}
+
+TensorSpec random_tensor(const std::string& name, std::vector<int64_t> shape, float mean,
+                         float spread, uint64_t seed) {
+  return random_view(name, std::move(shape), tensor_hash(name, seed), mean, spread, nullptr);
 }
 
 std::vector<TensorSpec> tensors_for(const Preset& p, uint64_t seed, ExpertLayout layout) {
@@ -174,11 +191,23 @@ std::vector<TensorSpec> tensors_for(const Preset& p, uint64_t seed, ExpertLayout
       w(b + "mlp.experts.down_proj", {p.experts, p.moe_ff, p.hidden});
       w(b + "mlp.experts.gate_up_proj", {p.experts, p.hidden, 2 * p.moe_ff});
     } else {
+      // The fused tensors' values, split and transposed as loading splits them
+      // (model/fused_experts.h): both layouts are the same model.
+      const uint64_t gate_up = tensor_hash(b + "mlp.experts.gate_up_proj", seed);
+      const uint64_t down = tensor_hash(b + "mlp.experts.down_proj", seed);
+      const auto h = static_cast<uint64_t>(p.hidden), f = static_cast<uint64_t>(p.moe_ff);
       for (int64_t e = 0; e < p.experts; ++e) {
         const std::string x = b + "mlp.experts." + std::to_string(e) + ".";
-        w(x + "down_proj.weight", {p.hidden, p.moe_ff});
-        w(x + "gate_proj.weight", {p.moe_ff, p.hidden});
-        w(x + "up_proj.weight", {p.moe_ff, p.hidden});
+        const auto ue = static_cast<uint64_t>(e);
+        // down [hidden, ff] element (r, c) is fused down [e, c, r]; gate and up [ff, hidden]
+        // element (r, c) are fused gate_up [e, c, r] and [e, c, ff + r].
+        ts.push_back(random_view(x + "down_proj.weight", {p.hidden, p.moe_ff}, down, 0.0f, 0.035f,
+                                 [=](uint64_t i) { return (ue * f + i % f) * h + i / f; }));
+        ts.push_back(random_view(x + "gate_proj.weight", {p.moe_ff, p.hidden}, gate_up, 0.0f,
+                                 0.035f,
+                                 [=](uint64_t i) { return (ue * h + i % h) * 2 * f + i / h; }));
+        ts.push_back(random_view(x + "up_proj.weight", {p.moe_ff, p.hidden}, gate_up, 0.0f, 0.035f,
+                                 [=](uint64_t i) { return (ue * h + i % h) * 2 * f + f + i / h; }));
       }
     }
     // A router with a wider spread than the other weights, so that tokens prefer experts

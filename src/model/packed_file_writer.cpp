@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <future>
+#include <memory>
 #include <set>
 
 #include "base/error.h"
@@ -29,6 +31,8 @@ struct PackJob {
   // The source is a mapped file whose pages may leave memory once read (not a copy in memory
   // that other matrices are still to be made from: madvise would zero it).
   bool release_source = true;
+  // Makes the source's values first (generated models), or nothing.
+  std::function<void()> make_source = {};
 };
 
 // Drops a source tensor's pages from this process once it is written (they stay in the page
@@ -117,6 +121,7 @@ TensorSpec stored_tensor(const TensorView& t, bool release) {
 }
 
 ops::PackedMatrix pack(const PackJob& job) {
+  if (job.make_source) job.make_source();
   ops::PackedMatrix m = ops::PackedMatrix::pack(job.source, job.type);
   if (!job.release_source) return m;
   release_pages(job.source.data, static_cast<size_t>(job.source.rows * job.source.cols) *
@@ -262,6 +267,73 @@ PackedFileSummary write_packed_store_file(const ModelConfig& config, const Weigh
     job.bytes = ops::packed_size_bytes(head, vocab, hidden);
     job.release_source = false;
     contents.jobs.push_back(std::move(job));
+  }
+  return write_file(store, contents, quant, types, out_path, extras);
+}
+
+namespace {
+
+// Anonymous memory reserved without backing: pages exist once written, and leave again when a
+// packed matrix's source is released (MADV_DONTNEED).
+std::shared_ptr<uint8_t> reserve_memory(size_t bytes) {
+  void* p = ::mmap(nullptr, std::max<size_t>(bytes, 1), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    fail(ErrorCode::kResourceExhausted,
+         "cannot reserve " + std::to_string(bytes >> 20) + " MiB of address space");
+  }
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p),
+                                  [bytes](uint8_t* q) { ::munmap(q, std::max<size_t>(bytes, 1)); });
+}
+
+}  // namespace
+
+PackedFileSummary write_packed_generated_file(const ModelConfig& config,
+                                              const std::vector<TensorSpec>& tensors,
+                                              const std::function<bool(const std::string&)>& lazy,
+                                              const std::string& quant, const std::string& out_path,
+                                              const PackedFileExtras& extras) {
+  checked_quant(quant);
+  const WeightTypes types = weight_types_for(quant, "", "");
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  for (const TensorSpec& t : tensors) {
+    offsets.push_back(total);
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    total += (static_cast<size_t>(n) * dtype_size(t.dtype) + page - 1) / page * page;
+  }
+  const std::shared_ptr<uint8_t> memory = reserve_memory(total);
+  std::vector<TensorView> views;
+  std::map<std::string, const TensorSpec*> deferred;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorSpec& t = tensors[i];
+    TensorView v{t.name, "generated weights", t.dtype, t.shape, memory.get() + offsets[i], 0};
+    v.nbytes = static_cast<size_t>(v.numel()) * dtype_size(t.dtype);
+    if (lazy(t.name)) {
+      deferred[t.name] = &t;
+    } else {
+      t.fill(0, v.numel(), const_cast<uint8_t*>(v.data));
+    }
+    views.push_back(std::move(v));
+  }
+  const WeightStore store = WeightStore::from_views(std::move(views), memory, "generated weights");
+  const PackPlan plan(config, store, types);
+  FileContents contents{plan.jobs(), {}, plan.head_tied(), false};
+  for (PackJob& job : contents.jobs) {
+    auto it = deferred.find(job.name);
+    if (it == deferred.end()) continue;
+    const TensorSpec* spec = it->second;
+    const TensorView* view = &store.get(job.name);
+    job.make_source = [spec, view] {
+      spec->fill(0, view->numel(), const_cast<uint8_t*>(view->data));
+    };
+    deferred.erase(it);
+  }
+  if (!deferred.empty()) {
+    fail(ErrorCode::kInvalidArgument,
+         "generated tensor '" + deferred.begin()->first + "' is not a packed matrix");
   }
   return write_file(store, contents, quant, types, out_path, extras);
 }

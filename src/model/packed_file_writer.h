@@ -4,6 +4,7 @@
 // one packed matrix, not the model.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,5 +40,15 @@ PackedFileSummary write_packed_store_file(const ModelConfig& config, const Weigh
                                           const std::string& quant, const std::string& out_path,
                                           const PackedFileExtras& extras,
                                           const std::string& vision_quant = "");
+
+// The same from generated tensors (`qvl gen-model --quant`) under the names loaders take (experts
+// one matrix each). A tensor `lazy` names is made only when it is packed and leaves memory after,
+// so that a model larger than memory (30B-A3B: 60 GB as bf16) is written in the memory of the
+// others; every lazy tensor must be one the file stores packed (throws kInvalidArgument).
+PackedFileSummary write_packed_generated_file(const ModelConfig& config,
+                                              const std::vector<TensorSpec>& tensors,
+                                              const std::function<bool(const std::string&)>& lazy,
+                                              const std::string& quant, const std::string& out_path,
+                                              const PackedFileExtras& extras);
 
 }  // namespace qvl

@@ -156,13 +156,16 @@ struct Int8Output {
   float* y;
   PackedRows packed;
   kernels::Int8RepackSource source;
-  int64_t row_block0;  // its first row block in the product's numbering
+  int64_t row_block0;      // its first row block in the product's numbering
+  int64_t x_begin, x_end;  // the rows of x it multiplies; y holds x_end - x_begin rows
 };
 
-// y = x * W^T (+ bias) for every output (same type and cols): x quantized once, and one pool
-// dispatch over all of their row blocks. Each output's bits are those of a call on its own.
+// y = x[rows] * W^T (+ bias) for every output (same type and cols), rows being all of x's or the
+// output's range (x_rows, may be null): x quantized once, and one pool dispatch over all of their
+// row blocks. Each output's bits are those of a call on its own rows alone.
 void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t m,
-                   const MatmulOutput* outputs, size_t count) {
+                   const MatmulOutput* outputs, const std::pair<int64_t, int64_t>* x_rows,
+                   size_t count) {
   const QuantType type = outputs[0].w->type();
   const int64_t k = outputs[0].w->cols(), nb = k / kCols;
   // Chunks of depth keep a strip's chunk in L1 for every x tile that reuses it. When the batch fits
@@ -187,7 +190,10 @@ void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t 
                                            values_type(type) == QuantType::kQ8,
                                            packed.strip_bytes,
                                            packed.strip_block_bytes};
-    outs.push_back({&w, outputs[j].bias, outputs[j].y, packed, source, row_blocks});
+    const int64_t x_begin = x_rows ? x_rows[j].first : 0, x_end = x_rows ? x_rows[j].second : m;
+    QVL_CHECK(0 <= x_begin && x_begin <= x_end && x_end <= m);
+    if (x_begin == x_end) continue;
+    outs.push_back({&w, outputs[j].bias, outputs[j].y, packed, source, row_blocks, x_begin, x_end});
     row_blocks += (w.rows() + kInt8RowBlock - 1) / kInt8RowBlock;
   }
   const int64_t block_bytes = kernels::int8_strip_block_bytes(info.strip_rows, info.weights);
@@ -224,8 +230,8 @@ void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t 
         kernels::int8_repack(out.source, r0 / kRows, strips, info.strip_rows, 0, nb, info.weights,
                              buf.panel.data());
       }
-      for (int64_t m0 = 0; m0 < m; m0 += kInt8XBlock) {
-        const int64_t m1 = std::min(m, m0 + kInt8XBlock);
+      for (int64_t m0 = out.x_begin; m0 < out.x_end; m0 += kInt8XBlock) {
+        const int64_t m1 = std::min(out.x_end, m0 + kInt8XBlock);
         std::fill(buf.c.data(), buf.c.data() + (m1 - m0) * kInt8RowBlock, 0.0f);
         for (int64_t b0 = 0; b0 < nb; b0 += depth_blocks) {
           const int64_t nbc = std::min(depth_blocks, nb - b0), width = nbc * kCols;
@@ -252,7 +258,7 @@ void run_int8_gemm(const kernels::Int8KernelInfo& info, const float* x, int64_t 
         }
         for (int64_t i = m0; i < m1; ++i) {
           const float* ci = buf.c.data() + (i - m0) * kInt8RowBlock;
-          float* yi = out.y + i * n + r0;
+          float* yi = out.y + (i - out.x_begin) * n + r0;
           for (int64_t r = 0; r < rows; ++r) yi[r] = ci[r] + (out.bias ? out.bias[r0 + r] : 0.0f);
         }
       }
@@ -272,7 +278,17 @@ void int8_gemm_multi(Int8GemmKernel kernel, const float* x, int64_t m, const Mat
   const QuantType type = outputs[0].w->type();
   QVL_CHECK(int8_gemm_type(type));
   QVL_CHECK(cpu_runs_int8_gemm_kernel(kernel));
-  run_int8_gemm(kernels::int8_kernel_info(kernel, type, m), x, m, outputs, count);
+  run_int8_gemm(kernels::int8_kernel_info(kernel, type, m), x, m, outputs, nullptr, count);
+}
+
+void int8_gemm_grouped(Int8GemmKernel kernel, const float* x, int64_t m,
+                       const MatmulOutput* outputs, const std::pair<int64_t, int64_t>* x_rows,
+                       size_t count) {
+  if (count == 0) return;
+  const QuantType type = outputs[0].w->type();
+  QVL_CHECK(int8_gemm_type(type));
+  QVL_CHECK(cpu_runs_int8_gemm_kernel(kernel));
+  run_int8_gemm(kernels::int8_kernel_info(kernel, type, m), x, m, outputs, x_rows, count);
 }
 
 void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMatrix& w,
@@ -288,7 +304,7 @@ void int8_gemm_with_tile(Int8GemmKernel kernel, Int8TileFunction tile, const flo
   kernels::Int8KernelInfo info = kernels::int8_kernel_info(kernel, w.type(), m);
   info.tile = tile;
   const MatmulOutput output{&w, bias, y};
-  run_int8_gemm(info, x, m, &output, 1);
+  run_int8_gemm(info, x, m, &output, nullptr, 1);
 }
 
 bool int8_gemm_kernel_agrees_with_reference(Int8GemmKernel kernel) {

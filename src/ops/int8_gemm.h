@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "ops/packed_matrix.h"
 
@@ -60,6 +61,12 @@ void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMat
 // their row blocks share one pool dispatch; each output gets the bits of its own int8_gemm call.
 void int8_gemm_multi(Int8GemmKernel kernel, const float* x, int64_t m, const MatmulOutput* outputs,
                      size_t count);
+// The same with each output on its own rows [first, second) of x (y holding that many rows):
+// a mixture of experts' tokens grouped by expert. Each output gets the bits of an int8_gemm call
+// on its rows alone.
+void int8_gemm_grouped(Int8GemmKernel kernel, const float* x, int64_t m,
+                       const MatmulOutput* outputs, const std::pair<int64_t, int64_t>* x_rows,
+                       size_t count);
 
 // Tests: int8_gemm's driver (x quantization, weight repacking, blocking, tails) for `kernel`'s
 // layout, with `tile` in place of its micro-kernel (e.g. the kernel's source compiled on a scalar

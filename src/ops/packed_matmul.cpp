@@ -271,6 +271,34 @@ void matmul_multi(const float* x, int64_t m, const MatmulOutput* outputs, size_t
 }
 
 void matmul_grouped(const float* x, const GroupedOutput* outputs, size_t count) {
+  if (count == 0) return;
+  // Stored strips take the int8 GEMM at every m: one x quantization and one pool dispatch for all.
+  const IsaLevel isa = active_isa();
+  const QuantType type = outputs[0].w->type();
+  const std::optional<Int8GemmKernel> kernel =
+      isa == IsaLevel::kScalar || !in_strips(type)
+          ? std::nullopt
+          : kernels::int8_kernel_for(isa, type, ActivationPrecision::kInt8);
+  bool same = kernel.has_value();
+  int64_t m = 0;
+  for (size_t j = 0; j < count; ++j) {
+    same = same && outputs[j].w->type() == type && outputs[j].w->cols() == outputs[0].w->cols();
+    m = std::max(m, outputs[j].row_end);
+  }
+  if (same) {
+    const profile::StageScope stage(profile::Work::kMatmul);
+    thread_local std::vector<MatmulOutput> products;
+    thread_local std::vector<std::pair<int64_t, int64_t>> rows;
+    products.clear();
+    rows.clear();
+    for (size_t j = 0; j < count; ++j) {
+      QVL_CHECK(0 <= outputs[j].row_begin && outputs[j].row_begin <= outputs[j].row_end);
+      products.push_back({outputs[j].w, nullptr, outputs[j].y});
+      rows.emplace_back(outputs[j].row_begin, outputs[j].row_end);
+    }
+    int8_gemm_grouped(*kernel, x, m, products.data(), rows.data(), count);
+    return;
+  }
   for (size_t j = 0; j < count; ++j) {
     const GroupedOutput& o = outputs[j];
     QVL_CHECK(0 <= o.row_begin && o.row_begin <= o.row_end);

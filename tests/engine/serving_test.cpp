@@ -4,12 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <latch>
 #include <memory>
 #include <thread>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "model/model_presets.h"
+#include "model/safetensors_writer.h"
 #include "qvl/engine.h"
 
 namespace qvl {
@@ -17,9 +21,10 @@ namespace {
 
 const std::string kTiny = std::string(QVL_TESTDATA_DIR) + "/qwen3vl-tiny-a";
 
-std::unique_ptr<Engine> load(const std::string& quant, int64_t kv_cache_mb = 0) {
+std::unique_ptr<Engine> load(const std::string& quant, int64_t kv_cache_mb = 0,
+                             const std::string& dir = kTiny) {
   EngineOptions o;
-  o.model_dir = kTiny;
+  o.model_dir = dir;
   o.quant = quant;
   o.kv_cache_mb = kv_cache_mb;
   return Engine::load(o);
@@ -112,6 +117,49 @@ TEST(Serving, BatchedAnswersAreIdenticalToAloneAnswers) {
       EXPECT_EQ(batched[i].completion_ids.size(), 20u);
     }
     // They really ran together: some step advanced more than one request.
+    const EngineStats s = batched_engine->stats();
+    uint64_t multi = 0;
+    for (size_t b = 1; b < s.batch_size_counts.size(); ++b) multi += s.batch_size_counts[b];
+    EXPECT_GT(multi, 0u);
+  }
+}
+
+// gen-model's tiny-moe weights (8 experts, 2 active, one dense layer) beside tiny-a's tokenizer,
+// processor and chat template.
+std::string tiny_moe_folder() {
+  const std::string dir = ::testing::TempDir() + "/qvl_serving_tiny_moe";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"tokenizer_config.json", "chat_template.json", "preprocessor_config.json",
+                        "generation_config.json"}) {
+    std::filesystem::create_symlink(std::filesystem::canonical(kTiny + "/" + f), dir + "/" + f);
+  }
+  // tiny-a's tokenizer.json names the shared one relative to its folder.
+  std::filesystem::create_symlink(
+      std::filesystem::canonical(std::string(QVL_TESTDATA_DIR) + "/qwen3-tokenizer/tokenizer.json"),
+      dir + "/tokenizer.json");
+  std::ofstream(dir + "/config.json") << preset_config_json("tiny-moe").dump(2);
+  write_safetensors(dir + "/model.safetensors", preset_tensors("tiny-moe", 3));
+  return dir;
+}
+
+TEST(Serving, BatchedAnswersAreIdenticalToAloneAnswersWithExperts) {
+  // A decode step's rows share each expert's products (and prompt chunks group their own tokens
+  // by expert): a row's experts and bits must not depend on the others.
+  const std::string dir = tiny_moe_folder();
+  const auto requests = eight_requests();
+  for (const std::string quant : {"bf16", "q4"}) {
+    SCOPED_TRACE(quant);
+    const auto alone_engine = load(quant, 0, dir);
+    std::vector<GenerationResult> alone;
+    for (const auto& r : requests) alone.push_back(alone_engine->generate(r));
+    const auto batched_engine = load(quant, 0, dir);
+    const auto batched = run_together(*batched_engine, requests);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      SCOPED_TRACE(i);
+      EXPECT_EQ(batched[i].completion_ids, alone[i].completion_ids);
+      EXPECT_EQ(batched[i].completion_ids.size(), 20u);
+    }
     const EngineStats s = batched_engine->stats();
     uint64_t multi = 0;
     for (size_t b = 1; b < s.batch_size_counts.size(); ++b) multi += s.batch_size_counts[b];

@@ -36,6 +36,14 @@ TEST(ModelSize, NamesTheFamilyAsPublished) {
   EXPECT_EQ(model_size_label(model_parameters(preset_config("qwen3-vl-8b")).total()), "8B");
   EXPECT_EQ(model_size_label(model_parameters(preset_config("qwen3-vl-32b")).total()), "32B");
   EXPECT_EQ(model_size_label(30'500'000'000), "30B");
+  // Mixtures: the language model's total and active parameters (30B-A3B: 30.5 B of which 2.7 B
+  // run per token, 3.0 B with the embedding and head).
+  const ModelConfig moe = preset_config("qwen3-vl-30b-a3b");
+  const ModelParameters p = model_parameters(moe);
+  EXPECT_NEAR(p.text / 1e9, 30.53, 0.01);
+  EXPECT_NEAR(p.text_active / 1e9, 3.35, 0.01);
+  EXPECT_EQ(model_size_label(moe), "30B-A3B");
+  EXPECT_EQ(model_size_label(preset_config("qwen3-vl-2b")), "2B");
   EXPECT_EQ(model_size_label(12'345'678), "12M");
   EXPECT_EQ(model_size_label(350'000), "350K");
 }
