@@ -20,7 +20,7 @@ namespace {
 const std::string kTiny = std::string(QVL_TESTDATA_DIR) + "/qwen3vl-tiny-a";
 // 8B-shaped: query heads in groups of 4 (so fewer draft rows per attention block), head_dim 32
 // (an 8-bit KV cache is possible).
-const std::string kTinyB = std::string(QVL_SOURCE_DIR) + "/tests/testdata/qwen3vl-tiny-b";
+const std::string kTinyB = std::string(QVL_GOLDEN_TINY_B_DIR);
 
 std::vector<int64_t> lookup(const std::vector<int64_t>& prompt,
                             const std::vector<int64_t>& completion, int64_t max,

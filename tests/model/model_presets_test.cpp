@@ -168,9 +168,9 @@ std::string write_preset_folder(const std::string& preset) {
 TEST(ModelPresets, PackedSizeArithmeticMatchesThePacker) {
   // tiny: tied head; tiny-odd: widths the packed types cannot hold; tiny-b: untied head and a
   // vision FFN of 176 (like 8B's 4304, a multiple of 16 but not of 32).
-  const std::vector<std::string> folders = {
-      write_preset_folder("tiny"), write_preset_folder("tiny-odd"),
-      std::string(QVL_SOURCE_DIR) + "/tests/testdata/qwen3vl-tiny-b"};
+  const std::vector<std::string> folders = {write_preset_folder("tiny"),
+                                            write_preset_folder("tiny-odd"),
+                                            std::string(QVL_GOLDEN_TINY_B_DIR)};
   for (const std::string& dir : folders) {
     for (const std::string quant : {"bf16", "q8", "q4"}) {
       SCOPED_TRACE(dir + " " + quant);

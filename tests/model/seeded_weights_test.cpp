@@ -1,6 +1,7 @@
 // Seeded golden weights (model/seeded_weights.h): the PRNG and the value rule agree with the
 // Python generator (scripts/hfref/seeded_weights.py, values computed there), zeroed rows stay
-// zero, and a file that does not match its spec is refused.
+// zero, a file that does not match its spec is refused, and the specs of this repository's
+// golden folders describe the model.safetensors their manifests name.
 #include "model/seeded_weights.h"
 
 #include <gtest/gtest.h>
@@ -110,6 +111,25 @@ TEST(SeededWeights, RefusesSpecsItCannotFollow) {
   EXPECT_EQ(code_of(edited("[[1,2],[3,4]]", "[[3,4],[1,2]]")), ErrorCode::kCorrupt);
   EXPECT_EQ(code_of(edited("[[1,2],[3,4]]", "[[1,5]]")), ErrorCode::kCorrupt);
   EXPECT_EQ(code_of(edited("\"scale_log2\":-6", "\"scale_log2\":-600")), ErrorCode::kCorrupt);
+}
+
+// The build regenerates the golden folders' weights and checks them against the spec's digest; the
+// manifest, written by the generator from the file itself, must name the same file.
+TEST(SeededWeights, GoldenFolderSpecsMatchTheirManifests) {
+  for (const char* name : {"qwen3vl-tiny-b"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = std::string(QVL_SOURCE_DIR) + "/tests/testdata/" + name;
+    const SeededWeightsSpec spec =
+        parse_seeded_weights_spec(read_text_file(dir + "/seeded_weights.json"));
+    const auto manifest = nlohmann::json::parse(read_text_file(dir + "/manifest.json"));
+    const auto& file = manifest.at("files").at("model.safetensors");
+    EXPECT_EQ(spec.sha256, file.at("sha256").get<std::string>());
+    EXPECT_EQ(spec.bytes, file.at("bytes").get<uint64_t>());
+  }
+  const MappedFile materialised(std::string(QVL_GOLDEN_TINY_B_DIR) + "/model.safetensors");
+  const SeededWeightsSpec spec = parse_seeded_weights_spec(
+      read_text_file(std::string(QVL_GOLDEN_TINY_B_DIR) + "/seeded_weights.json"));
+  EXPECT_EQ(materialised.size(), spec.bytes);
 }
 
 }  // namespace

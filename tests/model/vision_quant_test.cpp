@@ -138,10 +138,19 @@ TEST(VisionQuant, Q8VisionStaysCloseToExact) {
 
 // A tower whose FFN width is not whole 32-column blocks (tiny-b: 176; 8B/32B: 4304): the fast
 // types pack the down-projection with zero columns (192) and the encoder pads fc1's output rows
-// to match, so it stays as close to exact as the packed matrices of a 32-multiple tower
-// (measured: q8 relative L2 1.2e-2, min cosine 0.99981; bf16 1.7e-3 to 3.2e-3, 0.99999).
+// to match, so it stays as close to exact as the packed matrices of a 32-multiple tower.
+// tiny-b's seeded weights are scaled like a real checkpoint's (each block adds about as much as
+// it receives; tiny-a's blocks add little to the residual stream), so q8's error is larger than
+// on tiny-a. Measured (seeds 1-3, scalar, AVX2, AVX-512): q8 relative L2 2.2e-2 to 2.4e-2, min
+// cosine 0.99932 (DeepStack 0.99913); bf16 6.8e-3, 0.99996 (AVX-512 BF16). The same tower with an
+// FFN of 192 (no padding, same weight statistics) measured 1.8e-2 to 2.3e-2 and 0.99943
+// (DeepStack 0.99930): the padding costs nothing measurable. About 1.5x margin on the error,
+// 2x on 1 - cos.
+constexpr double kTinyBQ8MinCosine = 0.998;
+constexpr double kTinyBQ8RelativeL2 = 0.035;
+
 TEST(VisionQuant, PaddedDownProjectionFollowsExact) {
-  const std::string tiny_b = std::string(QVL_SOURCE_DIR) + "/tests/testdata/qwen3vl-tiny-b";
+  const std::string tiny_b = std::string(QVL_GOLDEN_TINY_B_DIR);
   const ModelConfig config = load_model_config(tiny_b);
   ASSERT_EQ(config.vision.intermediate_size, 176);
   const WeightStore store = WeightStore::open_folder(tiny_b);
@@ -168,11 +177,11 @@ TEST(VisionQuant, PaddedDownProjectionFollowsExact) {
     std::printf("%s: bf16 cos min %.6f rel %.2e | q8 cos min %.6f rel %.2e\n",
                 ops::isa_level_name(isa), a_bf16.min_cosine, a_bf16.relative_l2, a_q8.min_cosine,
                 a_q8.relative_l2);
-    EXPECT_GE(a_q8.min_cosine, kQ8MinCosine) << ops::isa_level_name(isa);
-    EXPECT_LE(a_q8.relative_l2, kQ8RelativeL2) << ops::isa_level_name(isa);
+    EXPECT_GE(a_q8.min_cosine, kTinyBQ8MinCosine) << ops::isa_level_name(isa);
+    EXPECT_LE(a_q8.relative_l2, kTinyBQ8RelativeL2) << ops::isa_level_name(isa);
     EXPECT_LE(a_bf16.relative_l2, a_q8.relative_l2) << ops::isa_level_name(isa);
     for (size_t k = 0; k < exact.deepstack.size(); ++k) {
-      EXPECT_GE(compare(exact.deepstack[k], q8.deepstack[k], width).min_cosine, kQ8MinCosine)
+      EXPECT_GE(compare(exact.deepstack[k], q8.deepstack[k], width).min_cosine, kTinyBQ8MinCosine)
           << "deepstack " << k;
     }
   }

@@ -54,9 +54,9 @@ bool shared_tiny_model() {
 }
 
 // The 8B-shaped folder of this repository (tests/testdata/qwen3vl-tiny-b, 85 positions, 5 cases).
-// Its untied head makes nearly uniform next-token distributions (mean entropy 11.93 nats, ln of
-// the vocabulary; golden top1-top2 margins down to 1.9e-4), so top-1 flips at margins below the
-// type's logit error and the KLs carry the signal.
+// Its seeded untied head spreads the logits of its ~3400 non-zero vocabulary rows over several
+// units (mean entropy 6.95 nats; golden top1-top2 margins down to 2.3e-4), so the KLs are those
+// of peaked distributions, and top-1 flips where a margin is below the type's logit error.
 bool tiny_b_model() {
   const std::string dir = golden_dir();
   return dir.size() >= 14 && dir.compare(dir.size() - 14, 14, "qwen3vl-tiny-b") == 0;
@@ -64,13 +64,16 @@ bool tiny_b_model() {
 
 Bounds bounds_for(const std::string& quant) {
   if (tiny_b_model()) {
-    // bf16: top-1 100%, mean KL 1.7e-9, max KL 3.7e-9, max |dlogit| 0.0024 (AVX-512 BF16);
-    // 4.5e-10, 1.1e-9, 0.0012 (AVX2).
-    if (quant == "bf16") return {0.95, 5e-9, 1e-8};
-    // q8: top-1 98.8%, mean KL 3.1e-8 (AVX-512) / 3.0e-8 (AVX2), max KL 6.2e-8, max |dlogit| 0.009.
-    if (quant == "q8") return {0.9, 1e-7, 2e-7};
-    // q4: top-1 69% / 68%, mean KL 5.1e-6, max KL 1.6e-5, max |dlogit| 0.17 (q8 tower).
-    return {0.6, 2e-5, 5e-5};
+    // Measured with `qvl [--isa avx2] quality` (AVX-512 BF16 host; AVX2 second):
+    // bf16: top-1 98.8% (one flip at a 2.3e-4 margin), mean KL 3.9e-5, max KL 1.4e-4, max
+    // |dlogit| 0.076 where vdpbf16ps rounds the activations to bf16 too (AVX-512 BF16); 2.7e-8,
+    // 1.8e-7, 0.0033 with fp32 activations (AVX2).
+    if (quant == "bf16") return {0.95, 1e-4, 3e-4};
+    // q8: top-1 95.3% / 94.1%, mean KL 7.5e-4 / 7.2e-4, max KL 2.6e-3, max |dlogit| 0.30.
+    if (quant == "q8") return {0.9, 2e-3, 6e-3};
+    // q4: top-1 67% / 68%, mean KL 0.072, max KL 0.26, max |dlogit| 2.8-3.0 (q8 tower): a
+    // 32-wide model is one q4 block per row.
+    return {0.6, 0.15, 0.5};
   }
   if (!shared_tiny_model()) {
     if (quant == "bf16") return {0.97, 5e-3, 5e-2};
