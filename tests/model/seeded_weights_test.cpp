@@ -116,7 +116,7 @@ TEST(SeededWeights, RefusesSpecsItCannotFollow) {
 // The build regenerates the golden folders' weights and checks them against the spec's digest; the
 // manifest, written by the generator from the file itself, must name the same file.
 TEST(SeededWeights, GoldenFolderSpecsMatchTheirManifests) {
-  for (const char* name : {"qwen3vl-tiny-b"}) {
+  for (const char* name : {"qwen3vl-tiny-b", "qwen3vl-tiny-moe"}) {
     SCOPED_TRACE(name);
     const std::string dir = std::string(QVL_SOURCE_DIR) + "/tests/testdata/" + name;
     const SeededWeightsSpec spec =
@@ -126,10 +126,25 @@ TEST(SeededWeights, GoldenFolderSpecsMatchTheirManifests) {
     EXPECT_EQ(spec.sha256, file.at("sha256").get<std::string>());
     EXPECT_EQ(spec.bytes, file.at("bytes").get<uint64_t>());
   }
-  const MappedFile materialised(std::string(QVL_GOLDEN_TINY_B_DIR) + "/model.safetensors");
-  const SeededWeightsSpec spec = parse_seeded_weights_spec(
-      read_text_file(std::string(QVL_GOLDEN_TINY_B_DIR) + "/seeded_weights.json"));
-  EXPECT_EQ(materialised.size(), spec.bytes);
+  // The build tree's copies (the build checked their sha256 when it made them).
+  for (const std::string dir : {QVL_GOLDEN_TINY_B_DIR, QVL_GOLDEN_TINY_MOE_DIR}) {
+    const MappedFile materialised(dir + "/model.safetensors");
+    const SeededWeightsSpec spec =
+        parse_seeded_weights_spec(read_text_file(dir + "/seeded_weights.json"));
+    EXPECT_EQ(materialised.size(), spec.bytes) << dir;
+  }
+}
+
+// The mixture-of-experts folder's expert tensors are 3-D, as transformers 4.57.6 saves them:
+// gate_up_proj [experts, hidden, 2 * moe_ff] and down_proj [experts, moe_ff, hidden].
+TEST(SeededWeights, MoeFolderHoldsFusedExpertTensors) {
+  const SafeTensorsFile file(std::string(QVL_GOLDEN_TINY_MOE_DIR) + "/model.safetensors");
+  const std::string layer = "model.language_model.layers.0.mlp.";
+  EXPECT_EQ(file.get(layer + "gate.weight").shape, (std::vector<int64_t>{8, 64}));
+  EXPECT_EQ(file.get(layer + "experts.gate_up_proj").shape, (std::vector<int64_t>{8, 64, 192}));
+  EXPECT_EQ(file.get(layer + "experts.down_proj").shape, (std::vector<int64_t>{8, 96, 64}));
+  EXPECT_NE(file.find("model.language_model.layers.2.mlp.gate_proj.weight"), nullptr);
+  EXPECT_EQ(file.find("model.language_model.layers.2.mlp.experts.down_proj"), nullptr);
 }
 
 }  // namespace

@@ -83,7 +83,8 @@ GenerationRequest greedy_request(const GoldenCase& c) {
     req.messages.push_back(std::move(msg));
   }
   req.sampling.temperature = 0;
-  req.sampling.max_tokens = 16;
+  // As many tokens as the golden run made (16 in most folders, 24 in qwen3vl-tiny-moe).
+  req.sampling.max_tokens = static_cast<int>(c.manifest["generated_tokens"].size());
   req.sampling.ignore_eos = true;
   return req;
 }

@@ -37,8 +37,8 @@ double max_abs_diff(const float* a, const float* b, size_t n);
 // a SCOPED_TRACE with its name. A folder whose manifest yields no case fails the test.
 void for_each_golden_case(const std::function<void(const std::string&)>& check);
 
-// The case's conversation (images read from the golden folder) as a greedy request for 16 tokens
-// past end-of-sequence: what the golden tokens were generated with.
+// The case's conversation (images read from the golden folder) as a greedy request for as many
+// tokens as the golden run made, past end-of-sequence: what the golden tokens were generated with.
 GenerationRequest greedy_request(const GoldenCase& c);
 
 }  // namespace qvl::testing
