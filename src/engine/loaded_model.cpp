@@ -12,7 +12,6 @@
 #include "base/log.h"
 #include "base/mapped_file.h"
 #include "base/timer.h"
-#include "model/fused_experts.h"
 #include "model/gguf_file.h"
 #include "model/packed_file.h"
 #include "model/weight_matrices.h"
@@ -53,7 +52,6 @@ std::unique_ptr<LoadedModel> load_folder(const std::string& dir, const std::stri
                                                      {},
                                                      {},
                                                      Tokenizer::from_model_dir(dir)});
-  split_fused_experts(m->config.text, m->store);
   m->text_weights = load_text_weights(m->config, m->store, types);
   m->vision_weights = load_vision_weights(m->config.vision, m->store, types);
   const ChatTemplateCheck chat = check_chat_template(dir);

@@ -7,14 +7,29 @@
 // (the names per-expert checkpoints use), in the stored dtype.
 #pragma once
 
+#include <memory>
+#include <optional>
+#include <vector>
+
 #include "model/config.h"
 #include "model/safetensors.h"
 
 namespace qvl {
 
-// Replaces the fused expert tensors of every sparse layer that has them by per-expert ones (a
-// copy in memory: about the size of the experts). Throws kCorrupt naming a tensor whose dtype or
-// shape does not fit the config.
+// One layer's experts split: views of `bytes`, which owns the copies.
+struct SplitExperts {
+  std::vector<TensorView> views;
+  std::shared_ptr<const void> bytes;
+};
+
+// The per-expert tensors of `layer` when the store holds its experts fused (a copy in memory: the
+// size of the layer's experts), else nullopt. Throws kCorrupt naming a tensor whose dtype or shape
+// does not fit the config.
+std::optional<SplitExperts> split_fused_layer(const TextConfig& config, const WeightStore& store,
+                                              int64_t layer);
+
+// Replaces the fused expert tensors of every sparse layer that has them by per-expert ones (for
+// code that finds matrices by their names in the store: the packer).
 void split_fused_experts(const TextConfig& config, WeightStore& store);
 
 }  // namespace qvl

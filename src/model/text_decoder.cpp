@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/stage_profile.h"
 #include "base/thread_pool.h"
+#include "model/fused_experts.h"
 #include "model/weights_util.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
@@ -21,21 +22,38 @@ namespace qvl {
 
 namespace {
 
-// The router and experts of a sparse layer, under the per-expert names (fused checkpoints are
-// split into them when opened: model/fused_experts.h).
-SparseMlpWeights load_sparse_mlp(const TextConfig& c, const WeightStore& store,
-                                 const std::string& mlp, ops::QuantType type) {
+// The router and experts of a sparse layer `layer`, under the per-expert names; experts a
+// checkpoint stores fused are split into them first (model/fused_experts.h).
+SparseMlpWeights load_sparse_mlp(const TextConfig& c, const WeightStore& store, int64_t layer,
+                                 ops::QuantType type,
+                                 std::vector<std::shared_ptr<const void>>& owned) {
   const int64_t h = c.hidden_size, ff = c.moe_intermediate_size;
+  const std::string mlp = "model.language_model.layers." + std::to_string(layer) + ".mlp.";
+  // Experts stored fused are read from their split copies.
+  std::optional<WeightStore> split_store;
+  const WeightStore* experts_store = &store;
+  std::optional<SplitExperts> split = split_fused_layer(c, store, layer);
+  if (split) {
+    split_store = WeightStore::from_views(std::move(split->views), split->bytes, "split experts");
+    experts_store = &*split_store;
+  }
   SparseMlpWeights w;
   w.router = packed_weight(store, mlp + "gate.weight", c.num_experts, h, sparse_router_type(type));
   for (int64_t e = 0; e < c.num_experts; ++e) {
     const std::string x = mlp + "experts." + std::to_string(e) + ".";
     ExpertWeights ew;
-    ew.gate_proj = packed_weight(store, x + "gate_proj.weight", ff, h, type);
-    ew.up_proj = packed_weight(store, x + "up_proj.weight", ff, h, type);
-    ew.down_proj = packed_weight(store, x + "down_proj.weight", h, ff, type);
+    ew.gate_proj = packed_weight(*experts_store, x + "gate_proj.weight", ff, h, type);
+    ew.up_proj = packed_weight(*experts_store, x + "up_proj.weight", ff, h, type);
+    ew.down_proj = packed_weight(*experts_store, x + "down_proj.weight", h, ff, type);
     w.experts.push_back(std::move(ew));
   }
+  // Exact matrices view the split copies, which must then live as long as the weights.
+  bool viewed = false;
+  for (const ExpertWeights& e : w.experts) {
+    viewed = viewed || e.gate_proj.type() == ops::QuantType::kExact ||
+             e.down_proj.type() == ops::QuantType::kExact;
+  }
+  if (split && viewed) owned.push_back(split->bytes);
   return w;
 }
 
@@ -64,7 +82,7 @@ TextWeights load_text_weights(const ModelConfig& config, const WeightStore& stor
     lw.v_proj = packed_weight(store, l + "self_attn.v_proj.weight", kv_dim, h, text);
     lw.o_proj = packed_weight(store, l + "self_attn.o_proj.weight", h, q_dim, text);
     if (c.sparse_layer(i)) {
-      lw.sparse = load_sparse_mlp(c, store, l + "mlp.", text);
+      lw.sparse = load_sparse_mlp(c, store, i, text, w.owned);
     } else {
       lw.gate_proj = packed_weight(store, l + "mlp.gate_proj.weight", ff, h, text);
       lw.up_proj = packed_weight(store, l + "mlp.up_proj.weight", ff, h, text);

@@ -50,6 +50,8 @@ struct TextWeights {
   bool tied_lm_head = false;
   std::vector<float> final_norm;
   std::vector<TextLayerWeights> layers;
+  // Copies the matrices view (experts a checkpoint stores fused, split per expert).
+  std::vector<std::shared_ptr<const void>> owned;
 };
 
 // Loads "model.language_model.*" (and lm_head.weight unless tied or absent) with shape checks.
