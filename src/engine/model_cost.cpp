@@ -24,13 +24,20 @@ ModelCost model_cost(const ModelConfig& config, const TextWeights& text,
   const double active = t.num_experts > 0 ? static_cast<double>(t.num_experts_per_tok) /
                                                 static_cast<double>(t.num_experts)
                                           : 1.0;
+  const auto add = [&](const ops::PackedMatrix& m, double share) {
+    text_macs += share * macs(m);
+    bytes += static_cast<int64_t>(share * static_cast<double>(m.size_bytes()));
+  };
   for (const TextLayerWeights& l : text.layers) {
-    for_each_layer_matrix(l, [&](const ops::PackedMatrix& m) {
-      const bool expert = l.sparse && &m != &l.sparse->router;
-      const double share = expert ? active : 1.0;
-      text_macs += share * macs(m);
-      bytes += static_cast<int64_t>(share * static_cast<double>(m.size_bytes()));
-    });
+    for (const ops::PackedMatrix* m :
+         {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
+      add(*m, 1.0);  // a sparse layer's dense MLP matrices are empty
+    }
+    if (!l.sparse) continue;
+    add(l.sparse->router, 1.0);
+    for (const ExpertWeights& e : l.sparse->experts) {
+      for (const ops::PackedMatrix* m : {&e.gate_proj, &e.up_proj, &e.down_proj}) add(*m, active);
+    }
   }
   c.lm_head_bytes = static_cast<int64_t>(text.lm_head.size_bytes());
   c.decode_weight_bytes = bytes + c.lm_head_bytes;
