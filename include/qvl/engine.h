@@ -283,7 +283,12 @@ struct ModelInfo {
   int64_t context_length = 0;
   int64_t vocab_size = 0;
   int64_t parameters = 0;  // the checkpoint's, from config.json
-  std::string size;        // as the family names it: "2B", "8B", ...
+  // A mixture of experts: experts per sparse layer and how many a token runs (0 when dense), and
+  // the parameters a token computes with (all of them when dense).
+  int64_t experts = 0;
+  int64_t experts_per_token = 0;
+  int64_t active_parameters = 0;
+  std::string size;  // as the family names it: "2B", "8B", ...
   // As stored (see LoadedModel): "safetensors", "gguf" or "qvl" (pre-packed), and the matrices'
   // type in that format's naming ("BF16", "Q4_K_M", "q4"); `weights` below is what runs.
   std::string file_format;

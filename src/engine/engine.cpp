@@ -145,7 +145,11 @@ class EngineImpl : public Engine {
     info_.context_length =
         options.max_context > 0 ? std::min(options.max_context, model_ctx) : model_ctx;
     info_.vocab_size = model_->config.text.vocab_size;
-    info_.parameters = model_parameters(model_->config).total();
+    const ModelParameters parameters = model_parameters(model_->config);
+    info_.parameters = parameters.total();
+    info_.active_parameters = parameters.text_active + parameters.vision;
+    info_.experts = model_->config.text.num_experts;
+    info_.experts_per_token = model_->config.text.num_experts_per_tok;
     info_.size = model_size_label(model_->config);
     info_.file_format = model_->file_format;
     info_.file_type = model_->file_type;

@@ -254,6 +254,9 @@ namespace {
 json model_description(const ModelInfo& info) {
   return {{"size", info.size},
           {"parameters", info.parameters},
+          {"active_parameters", info.active_parameters},
+          {"experts", info.experts},
+          {"experts_per_token", info.experts_per_token},
           {"format", info.file_format},
           {"file_type", info.file_type},
           {"vision_file_type", info.vision_file_type},
