@@ -124,4 +124,16 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
+std::shared_ptr<uint8_t> reserve_unbacked_memory(size_t bytes) {
+  const size_t size = std::max<size_t>(bytes, 1);
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    fail(ErrorCode::kResourceExhausted,
+         "cannot reserve " + std::to_string(bytes >> 20) + " MiB of address space");
+  }
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p),
+                                  [size](uint8_t* q) { ::munmap(q, size); });
+}
+
 }  // namespace qvl

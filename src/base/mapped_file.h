@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace qvl {
@@ -44,6 +45,10 @@ bool populate_pages_for_writing(void* data, size_t size);
 // file mapped from them multiplied ~30% slower here (TLB misses on the weights streamed from
 // DRAM) than after reading it back from disk, which the page cache does in large folios.
 bool drop_cached_pages(const std::string& path);
+// Anonymous read-write memory of `bytes` reserved without backing (MAP_NORESERVE): pages exist
+// once written and leave again with MADV_DONTNEED, so a region larger than memory can hold data
+// made and dropped piece by piece. Throws kResourceExhausted if the address space is refused.
+std::shared_ptr<uint8_t> reserve_unbacked_memory(size_t bytes);
 
 // Reads a whole (small) file into a string; throws Error naming the path.
 std::string read_text_file(const std::string& path);

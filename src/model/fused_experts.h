@@ -7,8 +7,11 @@
 // (the names per-expert checkpoints use), in the stored dtype.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "model/config.h"
@@ -28,8 +31,12 @@ struct SplitExperts {
 std::optional<SplitExperts> split_fused_layer(const TextConfig& config, const WeightStore& store,
                                               int64_t layer);
 
-// Replaces the fused expert tensors of every sparse layer that has them by per-expert ones (for
-// code that finds matrices by their names in the store: the packer).
-void split_fused_experts(const TextConfig& config, WeightStore& store);
+// Replaces the fused expert tensors of every sparse layer that has them by per-expert ones, for
+// the packer, which finds matrices by their names in the store. They view memory that is not made
+// yet: each is made by calling its function (by name) and may be released after use
+// (MADV_DONTNEED), so the packer holds one expert matrix at a time instead of all the model's
+// experts (30B-A3B: 58 GB as bf16).
+std::map<std::string, std::function<void()>> split_fused_experts_lazily(const TextConfig& config,
+                                                                        WeightStore& store);
 
 }  // namespace qvl

@@ -240,11 +240,20 @@ PackedFileSummary write_packed_model_file(const std::string& model_dir, const st
   checked_quant(quant);
   const ModelConfig config = load_model_config(model_dir);
   WeightStore store = WeightStore::open_folder(model_dir);
-  split_fused_experts(config.text, store);
+  std::map<std::string, std::function<void()>> experts =
+      split_fused_experts_lazily(config.text, store);
   const WeightTypes types = weight_types_for(quant, "", vision_quant);
   const PackPlan plan(config, store, types);
-  return write_file(store, {plan.jobs(), {}, plan.head_tied(), true}, quant, types, out_path,
-                    extras);
+  FileContents contents{plan.jobs(), {}, plan.head_tied(), true};
+  for (PackJob& job : contents.jobs) {
+    auto it = experts.find(job.name);
+    if (it == experts.end()) continue;
+    job.make_source = std::move(it->second);
+    experts.erase(it);
+  }
+  // Experts too narrow to pack are written as they are: made now.
+  for (auto& [name, make] : experts) make();
+  return write_file(store, contents, quant, types, out_path, extras);
 }
 
 PackedFileSummary write_packed_store_file(const ModelConfig& config, const WeightStore& store,
@@ -271,23 +280,6 @@ PackedFileSummary write_packed_store_file(const ModelConfig& config, const Weigh
   return write_file(store, contents, quant, types, out_path, extras);
 }
 
-namespace {
-
-// Anonymous memory reserved without backing: pages exist once written, and leave again when a
-// packed matrix's source is released (MADV_DONTNEED).
-std::shared_ptr<uint8_t> reserve_memory(size_t bytes) {
-  void* p = ::mmap(nullptr, std::max<size_t>(bytes, 1), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
-    fail(ErrorCode::kResourceExhausted,
-         "cannot reserve " + std::to_string(bytes >> 20) + " MiB of address space");
-  }
-  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p),
-                                  [bytes](uint8_t* q) { ::munmap(q, std::max<size_t>(bytes, 1)); });
-}
-
-}  // namespace
-
 PackedFileSummary write_packed_generated_file(const ModelConfig& config,
                                               const std::vector<TensorSpec>& tensors,
                                               const std::function<bool(const std::string&)>& lazy,
@@ -304,7 +296,7 @@ PackedFileSummary write_packed_generated_file(const ModelConfig& config,
     for (int64_t d : t.shape) n *= d;
     total += (static_cast<size_t>(n) * dtype_size(t.dtype) + page - 1) / page * page;
   }
-  const std::shared_ptr<uint8_t> memory = reserve_memory(total);
+  const std::shared_ptr<uint8_t> memory = reserve_unbacked_memory(total);
   std::vector<TensorView> views;
   std::map<std::string, const TensorSpec*> deferred;
   for (size_t i = 0; i < tensors.size(); ++i) {

@@ -7,6 +7,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -187,16 +190,27 @@ TEST(FusedExperts, SplitIntoPerExpertMatricesAsTransformersSlicesThem) {
                                     reinterpret_cast<const uint8_t*>(down.data()),
                                     24}};
   WeightStore store = WeightStore::from_views(views, nullptr, "test");
-  split_fused_experts(c, store);
+  EXPECT_FALSE(split_fused_layer(c, store, 1)) << "layer 1 is dense";
+  const std::optional<SplitExperts> split = split_fused_layer(c, store, 0);
+  ASSERT_TRUE(split);
+  const WeightStore eager = WeightStore::from_views(split->views, split->bytes, "split");
+  // The packer's split makes each matrix on demand, with the same values.
+  std::map<std::string, std::function<void()>> fills = split_fused_experts_lazily(c, store);
   EXPECT_FALSE(store.has(p + "gate_up_proj"));
-  const auto values = [&](const std::string& name) { return store.get(name).to_f32(); };
+  EXPECT_EQ(fills.size(), 6u);
+  for (auto& [name, make] : fills) {
+    make();
+    EXPECT_EQ(store.get(name).to_f32(), eager.get(name).to_f32()) << name;
+    EXPECT_EQ(store.get(name).shape, eager.get(name).shape) << name;
+  }
+  const auto values = [&](const std::string& name) { return eager.get(name).to_f32(); };
   // gate_proj of expert 1 [ff, hidden]: row f = column f of gate_up[1] (x * W layout).
   EXPECT_EQ(values(p + "1.gate_proj.weight"), (std::vector<float>{12, 16, 20, 13, 17, 21}));
   EXPECT_EQ(values(p + "1.up_proj.weight"), (std::vector<float>{14, 18, 22, 15, 19, 23}));
   // down_proj of expert 0 [hidden, ff] = down[0]^T.
   EXPECT_EQ(values(p + "0.down_proj.weight"), (std::vector<float>{100, 103, 101, 104, 102, 105}));
-  EXPECT_EQ(store.get(p + "0.gate_proj.weight").shape, (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(store.get(p + "0.down_proj.weight").shape, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(eager.get(p + "0.gate_proj.weight").shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(eager.get(p + "0.down_proj.weight").shape, (std::vector<int64_t>{3, 2}));
 }
 
 }  // namespace
