@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "model/config_json.h"
 
 namespace qvl {
 namespace {
@@ -111,6 +112,43 @@ TEST(Config, AbsurdValuesAreRefused) {
   auto j = tiny_config();
   j["video_token_id"] = -1;  // "no video token" stays allowed
   EXPECT_EQ(error_of(j), "");
+}
+
+// A mixture of experts (tiny-moe's config, as transformers 4.57.6 writes it): the expert fields,
+// which layers are sparse, clear errors for bad ones, and the JSON qvl writes reads back the same.
+TEST(Config, MixtureOfExperts) {
+  const nlohmann::json moe =
+      nlohmann::json::parse(read_text_file(std::string(QVL_GOLDEN_TINY_MOE_DIR) + "/config.json"));
+  const ModelConfig c = parse_model_config(moe.dump(), "c");
+  EXPECT_EQ(c.text.num_experts, 8);
+  EXPECT_EQ(c.text.num_experts_per_tok, 2);
+  EXPECT_EQ(c.text.moe_intermediate_size, 96);
+  EXPECT_EQ(c.text.mlp_only_layers, (std::vector<int64_t>{2}));
+  EXPECT_TRUE(c.text.sparse_layer(0));
+  EXPECT_FALSE(c.text.sparse_layer(2));
+  TextConfig every_other = c.text;
+  every_other.mlp_only_layers.clear();
+  every_other.decoder_sparse_step = 2;  // layers 1 and 3 (transformers: (i + 1) % step == 0)
+  EXPECT_FALSE(every_other.sparse_layer(0));
+  EXPECT_TRUE(every_other.sparse_layer(1));
+  EXPECT_FALSE(load_model_config(kTiny).text.sparse_layer(0));  // dense models have none
+
+  const ModelConfig back = parse_model_config(model_config_json(c).dump(), "written");
+  EXPECT_EQ(model_config_json(back), model_config_json(c));
+  EXPECT_EQ(back.text.num_experts, 8);
+  EXPECT_EQ(back.text.mlp_only_layers, c.text.mlp_only_layers);
+
+  const std::vector<std::pair<std::string, nlohmann::json>> bad = {
+      {"num_experts_per_tok", 9}, {"num_experts", 0},         {"moe_intermediate_size", -1},
+      {"mlp_only_layers", {7}},   {"decoder_sparse_step", 0}, {"norm_topk_prob", false}};
+  for (const auto& [key, value] : bad) {
+    auto j = moe;
+    j["text_config"][key] = value;
+    EXPECT_NE(error_of(j).find(key), std::string::npos) << key << ": " << error_of(j);
+  }
+  auto j = moe;
+  j["text_config"].erase("num_experts");
+  EXPECT_NE(error_of(j).find("text_config.num_experts"), std::string::npos);
 }
 
 TEST(Config, GenerationConfigVariants) {
