@@ -42,6 +42,7 @@ TEST(MatmulGrouped, EveryOutputGetsTheBitsOfItsOwnMatmul) {
       }
       matmul_grouped(x.data(), outputs.data(), outputs.size());
       for (size_t j = 0; j < ranges.size(); ++j) {
+        if (got[j].empty()) continue;  // an empty range writes nothing (memcmp takes no null)
         EXPECT_EQ(std::memcmp(got[j].data(), want[j].data(), sizeof(float) * got[j].size()), 0)
             << "rows " << ranges[j].first << "-" << ranges[j].second;
       }
