@@ -274,11 +274,7 @@ bool int8_gemm_type(QuantType type) {
 
 void int8_gemm_multi(Int8GemmKernel kernel, const float* x, int64_t m, const MatmulOutput* outputs,
                      size_t count) {
-  if (count == 0) return;
-  const QuantType type = outputs[0].w->type();
-  QVL_CHECK(int8_gemm_type(type));
-  QVL_CHECK(cpu_runs_int8_gemm_kernel(kernel));
-  run_int8_gemm(kernels::int8_kernel_info(kernel, type, m), x, m, outputs, nullptr, count);
+  int8_gemm_grouped(kernel, x, m, outputs, nullptr, count);  // every output on all of x's rows
 }
 
 void int8_gemm_grouped(Int8GemmKernel kernel, const float* x, int64_t m,

@@ -62,8 +62,8 @@ void int8_gemm(Int8GemmKernel kernel, const float* x, int64_t m, const PackedMat
 void int8_gemm_multi(Int8GemmKernel kernel, const float* x, int64_t m, const MatmulOutput* outputs,
                      size_t count);
 // The same with each output on its own rows [first, second) of x (y holding that many rows):
-// a mixture of experts' tokens grouped by expert. Each output gets the bits of an int8_gemm call
-// on its rows alone.
+// a mixture of experts' tokens grouped by expert (x_rows null: all rows, as int8_gemm_multi).
+// Each output gets the bits of an int8_gemm call on its rows alone.
 void int8_gemm_grouped(Int8GemmKernel kernel, const float* x, int64_t m,
                        const MatmulOutput* outputs, const std::pair<int64_t, int64_t>* x_rows,
                        size_t count);
