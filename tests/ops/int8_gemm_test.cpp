@@ -207,11 +207,11 @@ TEST_P(Int8GemmKernels, GivesTheBitsOfTheAvx2Kernel) {
 TEST_P(Int8GemmKernels, StoredStripsGiveTheBitsOfTheirGroupsAtAnyM) {
   // kQ8Strips / kQ4Strips hold kQ8's / kQ4's values: read in place (VNNI kernels) or repacked
   // from the strips (others), every kernel must give exactly the groups' bits, also below
-  // kGemmMinRows (matmul sends strips here for any m). n: a partial 16-row half and 32-row strip,
-  // a partial row block.
+  // kGemmMinRows (matmul sends strips here for any m; every x tile height of the small-batch
+  // tiles). n: a partial 16-row half and 32-row strip, a partial row block.
   if (!kernels::int8_kernel_supports(GetParam(), QuantType::kQ8)) GTEST_SKIP() << "strips only";
-  const Problem problems[] = {{42, 288, 1},   {77, 1120, 3},  {16, 32, 7},
-                              {100, 544, 16}, {131, 320, 40}, {5, 96, 263}};
+  const Problem problems[] = {{42, 288, 1},  {77, 1120, 3},  {16, 32, 7},    {48, 320, 5},
+                              {33, 608, 15}, {100, 544, 16}, {131, 320, 40}, {5, 96, 263}};
   for (const Problem& p : problems) {
     const auto [w, x, bias] = random_inputs(p, 130, 41, 50.0f);
     const WeightRef source{WeightType::kF32, w.data(), p.n, p.k};

@@ -52,11 +52,11 @@ inline void keep_in_register(__m256i& v) {
   asm("" : "+x"(v));
 }
 
-// c[i][0..16) += dot[i][v] * weight scales * x scale of row i, for block b.
+// c[i][0..16) += dot[i][v] * weight scales (s0: rows 0-7, s1: rows 8-15) * x scale of row i,
+// for block b.
 template <int R>
 inline void scale_into_c(const float* xscale, int64_t ldxs, float* __restrict c, int64_t ldc,
-                         const float* scales, const __m256i (&dot)[R][2]) {
-  const __m256 s0 = _mm256_loadu_ps(scales), s1 = _mm256_loadu_ps(scales + 8);
+                         __m256 s0, __m256 s1, const __m256i (&dot)[R][2]) {
   for (int i = 0; i < R; ++i) {
     const __m256 sx = _mm256_set1_ps(xscale[i * ldxs]);
     float* ci = c + i * ldc;
@@ -173,8 +173,9 @@ void byte_tile_block(const Int8Tile& t, int64_t b, __m256i (&acc)[Step::kRows][2
     }
   }
   for (int i = 0; i < R; ++i) Step::finish(acc[i], t.xsum[i * t.ldxs + b]);
-  scale_into_c<R>(t.xscale + b, t.ldxs, t.c, t.ldc,
-                  reinterpret_cast<const float*>(block + 32 * kNr), acc);
+  const auto* scales = reinterpret_cast<const float*>(block + 32 * kNr);
+  scale_into_c<R>(t.xscale + b, t.ldxs, t.c, t.ldc, _mm256_loadu_ps(scales),
+                  _mm256_loadu_ps(scales + 8), acc);
 }
 
 // The accumulators are pinned to registers: otherwise GCC spills every product of a block to the
@@ -192,6 +193,50 @@ struct Q4Step {
     const __m256i ones = _mm256_set1_epi16(1), offset = _mm256_set1_epi32(8 * xsum);
     acc[0] = _mm256_sub_epi32(_mm256_madd_epi16(acc[0], ones), offset);
     acc[1] = _mm256_sub_epi32(_mm256_madd_epi16(acc[1], ones), offset);
+  }
+};
+
+// q4 on a stored kQ4Strips strip's half (rows 16 * t.half ..) in place, for decode and batches
+// below kGemmMinRows: as Q4Step, each nibble q + 8 times x by vpmaddubsw, summed in int16 over the
+// block's 8 quads and widened once, so 32 multiply-adds cost one vpmaddubsw + vpaddw where the
+// 256-bit VNNI tile with vpdpbusd as vpmaddubsw + vpmaddwd by ones + vpaddd (the tile it replaced)
+// needs two multiply-pipe instructions (AVX2 CPUs have two such pipes). The int32 dots are equal,
+// so the outputs are the VNNI tile's bits.
+struct StoredQ4Tile {
+  template <int R>
+  static void run(const Int8Tile& t) {
+    static_assert(kQ4StripBlockBytes == 576 && kStripRows == 32, "strip layout (below)");
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < t.nblocks; ++b) {
+      // Per block: 4 nibble pairs of [32 rows][4 bytes] (this half's 16 rows 64 bytes in), then
+      // the 32 rows' fp16 scales.
+      const uint8_t* block = t.strip + b * kQ4StripBlockBytes;
+      if (t.prefetch_ahead != 0) {  // this half's 4 pairs and the scales, a few blocks on
+        const uint8_t* ahead = block + t.prefetch_ahead + t.half * 64;
+        for (int64_t l = 0; l < 4; ++l) __builtin_prefetch(ahead + l * 128);
+        __builtin_prefetch(block + t.prefetch_ahead + 512);
+      }
+      const uint8_t* w = block + t.half * 64;
+      const int8_t* xb = t.xq + b * 32;
+      __m256i acc[R][2];
+      for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+      for (int quad = 0; quad < 8; ++quad) {  // low nibbles of pair p: quad 2p, high: 2p + 1
+        __m256i v0 = load(w + quad / 2 * 128), v1 = load(w + quad / 2 * 128 + 32);
+        if (quad % 2 == 1) v0 = _mm256_srli_epi16(v0, 4), v1 = _mm256_srli_epi16(v1, 4);
+        const __m256i w0 = _mm256_and_si256(v0, low4), w1 = _mm256_and_si256(v1, low4);
+#pragma GCC unroll 6
+        for (int i = 0; i < R; ++i) {
+          Q4Step<R>::step(acc[i], w0, w1, broadcast4(xb + i * t.ldx + quad * 4));
+        }
+      }
+      for (int i = 0; i < R; ++i) Q4Step<R>::finish(acc[i], t.xsum[i * t.ldxs + b]);
+      const uint8_t* fp16 = block + 512 + t.half * 32;
+      scale_into_c<R>(t.xscale + b, t.ldxs, t.c, t.ldc,
+                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(fp16))),
+                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(fp16 + 16))),
+                      acc);
+    }
   }
 };
 
@@ -320,20 +365,10 @@ struct StoredQ8X7Asm {
 #undef QVL_X7_SCALE
 #undef QVL_SCALE_INTO_C
 
-// vpdpbusd where the unsigned operand is a nibble (q + 8 <= 15): vpmaddubsw's int16 pairs are at
-// most 2 * 15 * 128, exact, so it and vpmaddwd by ones give vpdpbusd's sums in 3 instructions
-// (EmulatedVpdpbusd, exact for any bytes, takes 9).
-struct NibbleDot {
-  static __m256i apply(__m256i acc, __m256i nibbles, __m256i b) {
-    return _mm256_add_epi32(
-        acc, _mm256_madd_epi16(_mm256_maddubs_epi16(nibbles, b), _mm256_set1_epi16(1)));
-  }
-};
-
 }  // namespace
 
 void int8_tile_q4s_avx2(const Int8Tile& t) {
-  vnni256_tile_rows<NibbleDot, Vnni256Weights::kStoredQ4>(t);
+  run_rows<StoredQ4Tile, kInt8AvxVnniXRows>(t);
 }
 
 void int8_tile_q8s_avx2_x7(const Int8Tile& t) {

@@ -106,7 +106,7 @@ Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
 Int8KernelInfo int8_kernel_info(Int8GemmKernel kernel, QuantType type, int64_t m) {
   // Below the GEMM's rows (decode) the AVX2 kernels would repack the whole matrix per call for a
   // few rows: the 256-bit VNNI tile reads the strips in place instead, with vpdpbusd emulated
-  // exactly in AVX2 (q8), or for q4 nibbles by vpmaddubsw + vpmaddwd.
+  // exactly in AVX2 (q8), or for q4 a tile of int16 nibble sums (int8_tile_q4s_avx2).
   const bool avx2 = kernel == Int8GemmKernel::kAvx2 || kernel == Int8GemmKernel::kAvx2X7;
   if (avx2 && type == QuantType::kQ4Strips && m < kGemmMinRows) {
     Int8KernelInfo info = kernel_info(Int8GemmKernel::kAvxVnniEmulated, type);

@@ -16,10 +16,11 @@ void int8_tile_q4_avx2(const Int8Tile& t);
 // whose int16 pairs cannot saturate (255 * 63 * 2 < 32768), then vpmaddwd by ones and vpaddd: 3
 // instructions per 32 multiply-adds instead of 4 (int8_gemm_avx2.cpp), less 128 * sum(x).
 void int8_tile_q8s_avx2_x7(const Int8Tile& t);
-// AVX2 on stored q4 strips in place (decode and batches below kGemmMinRows): the 256-bit VNNI tile
-// with vpdpbusd as vpmaddubsw(nibble, x) + vpmaddwd by ones (exact for nibbles). Against the exact
-// 9-instruction emulation it replaced (Zen 5 at --isa avx2, 2 threads, BM_SmallBatchMatmul q4
-// strips): m 1 1.0-1.4x, m 2-15 1.35-1.6x faster.
+// AVX2 on stored q4 strips in place (decode and batches below kGemmMinRows): vpmaddubsw(nibble,
+// x) summed in int16 over a block, as the repacked q4 tile. Against the 256-bit VNNI tile with
+// vpdpbusd as vpmaddubsw + vpmaddwd by ones that it replaced (same bits; Zen 5 at --isa avx2, one
+// thread, 512 x 2048 q4 strips in cache): m 1 131 -> 151, m 2 143 -> 200, m 4 140 -> 233,
+// m 8 135 -> 228 GOP/s.
 void int8_tile_q4s_avx2(const Int8Tile& t);
 // AVX-VNNI (256-bit vpdpbusd) and AVX-512 VNNI (512-bit).
 void int8_tile_q8_avxvnni(const Int8Tile& t);
