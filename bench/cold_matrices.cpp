@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "base/half.h"
+#include "ops/machine_probe.h"
 
 namespace qvl::bench {
 
@@ -20,6 +21,13 @@ ops::PackedMatrix random_packed(ops::QuantType type, int64_t rows, int64_t cols)
   return ops::PackedMatrix::pack({ops::WeightType::kBF16, w.data(), rows, cols}, type);
 }
 
+size_t cold_bytes() {
+  static const size_t bytes = std::max<size_t>(
+      size_t{256} << 20,
+      4 * static_cast<size_t>(std::max<int64_t>(0, ops::last_level_cache_bytes())));
+  return bytes;
+}
+
 const ColdMatrices& cold_matrices(ops::QuantType type, int64_t rows, int64_t cols) {
   static std::map<std::tuple<int, int64_t, int64_t>, std::unique_ptr<ColdMatrices>> cache;
   auto& slot = cache[{static_cast<int>(type), rows, cols}];
@@ -27,7 +35,7 @@ const ColdMatrices& cold_matrices(ops::QuantType type, int64_t rows, int64_t col
   slot = std::make_unique<ColdMatrices>();
   slot->original = random_packed(type, rows, cols);
   const size_t size = slot->original.size_bytes();
-  const size_t copies = std::max<size_t>(1, (kColdBytes + size - 1) / size);
+  const size_t copies = std::max<size_t>(1, (cold_bytes() + size - 1) / size);
   for (size_t c = 0; c + 1 < copies; ++c) {
     slot->bytes.emplace_back();
     slot->bytes.back().resize(size);

@@ -1,5 +1,5 @@
 // Shared by the decode benchmarks: packed matrices of random weights, and enough copies of one
-// (views of copied bytes, >= kColdBytes in all) that none stays cached, as decode reads weights.
+// (views of copied bytes, >= cold_bytes() in all) that none stays cached, as decode reads weights.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +11,9 @@
 
 namespace qvl::bench {
 
-inline constexpr size_t kColdBytes = size_t{256} << 20;
+// Bytes that no cache of this machine holds: 4x its last-level cache, at least 256 MiB (some
+// servers report an L3 of 500 MB and more, which a fixed size would fit in).
+size_t cold_bytes();
 
 // Uniform in [-0.1, 0.1) from a cheap generator (the lm_head alone has 311 M weights, and their
 // values do not change the work), packed as `type`.

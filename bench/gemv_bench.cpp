@@ -3,9 +3,10 @@
 // cache with 1 and all pool threads; BM_DecodeGemv reports weight bytes streamed per second and
 // "pct_dram": that rate as a share of the all-threads DRAM read rate measured in this process.
 // Decode reads ~1 GB of weights per token, so every matrix comes from DRAM: the GEMV rotates over
-// enough copies of its matrix (views of copied bytes, >= kColdBytes in all) that none stays cached.
-// The machine may be shared: note the load (counter load1) and compare rows of the same run; with
-// QVL_BENCH_THREADS=1 the CPU time column gives the single-core cost of a call even under load.
+// enough copies of its matrix (views of copied bytes, >= cold_bytes() in all) that none stays
+// cached. The machine may be shared: note the load (counter load1) and compare rows of the same
+// run; with QVL_BENCH_THREADS=1 the CPU time column gives the single-core cost of a call even under
+// load.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -33,12 +34,10 @@ using qvl::bench::ColdMatrices;
 using qvl::ops::PackedMatrix;
 using qvl::ops::QuantType;
 
-constexpr size_t kDramBufferBytes = size_t{512} << 20;  // 16x a 32 MB L3
-
 const qvl::AlignedBuffer<uint64_t>& dram_buffer() {
   static const auto buffer = [] {
     qvl::AlignedBuffer<uint64_t> b;
-    b.resize(kDramBufferBytes / sizeof(uint64_t));
+    b.resize(qvl::bench::cold_bytes() / sizeof(uint64_t));
     for (size_t i = 0; i < b.size(); ++i) b.data()[i] = i * 0x9e3779b97f4a7c15ull;
     return b;
   }();
@@ -80,7 +79,7 @@ double all_threads_dram_rate() {
       const auto t0 = std::chrono::steady_clock::now();
       benchmark::DoNotOptimize(read_buffer(threads));
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      best = std::max(best, static_cast<double>(kDramBufferBytes) / s);
+      best = std::max(best, static_cast<double>(qvl::bench::cold_bytes()) / s);
     }
     return best;
   }();
@@ -98,7 +97,7 @@ void BM_DramRead(benchmark::State& state) {
   dram_buffer();  // allocated and written outside the timed loop
   for (auto _ : state) benchmark::DoNotOptimize(read_buffer(threads));
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(kDramBufferBytes));
+                          static_cast<int64_t>(qvl::bench::cold_bytes()));
   state.counters["threads"] = threads;
   note_load(state);
 }
@@ -166,9 +165,12 @@ const int registered = [] {
                           {"down_2048x6144", 2048, 6144},
                           {"lm_head_151936x2048", 151936, 2048}};
   const std::string isa = qvl::ops::isa_level_name(qvl::ops::best_isa());
+  // q8/q4 as groups (the GEMV kernels) and as strips (what a q8/q4 model stores: the int8 GEMM's
+  // stored-strip tiles at every m).
   for (int64_t m : {1, 4}) {
     for (const Shape& s : shapes) {
-      for (QuantType t : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4}) {
+      for (QuantType t : {QuantType::kBF16, QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips,
+                          QuantType::kQ4Strips}) {
         const std::string name = "BM_DecodeGemv/m" + std::to_string(m) + "/" + s.what + "/" +
                                  qvl::ops::quant_type_name(t) + "/" + isa;
         benchmark::RegisterBenchmark(name.c_str(), BM_DecodeGemv, t, m, s.rows, s.cols)
