@@ -105,8 +105,8 @@ Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
 
 Int8KernelInfo int8_kernel_info(Int8GemmKernel kernel, QuantType type, int64_t m) {
   // Below the GEMM's rows (decode) the AVX2 kernels would repack the whole matrix per call for a
-  // few rows: the 256-bit VNNI tile reads the strips in place instead, with vpdpbusd emulated
-  // exactly in AVX2 (q8), or for q4 a tile of int16 nibble sums (int8_tile_q4s_avx2).
+  // few rows: tiles that read the strips in place take them instead, with int16 sums of nibble
+  // products (q4, and q8 split into nibbles: int8_tile_q4s_avx2, int8_tile_q8s_avx2).
   const bool avx2 = kernel == Int8GemmKernel::kAvx2 || kernel == Int8GemmKernel::kAvx2X7;
   if (avx2 && type == QuantType::kQ4Strips && m < kGemmMinRows) {
     Int8KernelInfo info = kernel_info(Int8GemmKernel::kAvxVnniEmulated, type);
@@ -114,7 +114,10 @@ Int8KernelInfo int8_kernel_info(Int8GemmKernel kernel, QuantType type, int64_t m
     return info;
   }
   if (kernel == Int8GemmKernel::kAvx2 && type == QuantType::kQ8Strips && m < kGemmMinRows) {
-    kernel = Int8GemmKernel::kAvxVnniEmulated;
+    Int8KernelInfo info = kernel_info(Int8GemmKernel::kAvxVnniEmulated, type);
+    info.tile = int8_tile_q8s_avx2;
+    info.x_rows = kInt8Avx2Q8sXRows;
+    return info;
   }
   return kernel_info(kernel, type);
 }
