@@ -160,6 +160,18 @@ json run_json(const BenchContext& ctx, const RunFigures& f) {
       pct(matrix_bytes / stage_ms(f.decode_stages, "gemv") * 1e-6, stream);
   efficiency["decode_lm_head_pct_of_dram"] = pct(
       static_cast<double>(cost.lm_head_bytes) / stage_ms(f.decode_stages, "lm_head") * 1e-6, dram);
+  // Bytes each core keeps in flight while streaming weights (Little's law with the probe's idle
+  // latency), beside what the probe's plain sustained read keeps (machine.threads[n]): a kernel
+  // below the read's figure leaves memory parallelism unused; at it, DRAM is the limit.
+  const double latency_ns = ctx.machine->dram_latency_ns;
+  const auto in_flight = [&](double bytes, double ms) -> json {
+    if (!(latency_ns > 0) || !(ms > 0)) return nullptr;
+    return std::round(bytes / ms * 1e-6 / f.threads * latency_ns);
+  };
+  efficiency["decode_gemv_bytes_in_flight_per_core"] =
+      in_flight(matrix_bytes, stage_ms(f.decode_stages, "gemv"));
+  efficiency["decode_lm_head_bytes_in_flight_per_core"] =
+      in_flight(static_cast<double>(cost.lm_head_bytes), stage_ms(f.decode_stages, "lm_head"));
 
   // The fastest a first token after a 448x448 image could come: its vision and prefill
   // operations at the peaks of their arithmetic (decode, preprocessing and sampling for free).
@@ -203,6 +215,10 @@ json machine_json(const ops::MachineProbe& m) {
         {"dram_read_gb_per_s", f.dram_read_gb_per_s},
         {"dram_concurrent_rounds", f.dram_concurrent_rounds},
         {"dram_stream_gb_per_s", f.dram_stream_gb_per_s},
+        {"dram_stream_bytes_in_flight_per_core",
+         m.dram_latency_ns > 0
+             ? json(std::round(f.dram_stream_gb_per_s / f.threads * m.dram_latency_ns))
+             : json(nullptr)},
         {"fp32_fma_gflop_per_s", f.fp32_fma_gflop_per_s},
         {"bf16_dot_gflop_per_s", optional_json(f.bf16_dot_gflop_per_s)},
         {"int8_dot_gop_per_s", f.int8_dot_gop_per_s}};
@@ -216,6 +232,7 @@ json machine_json(const ops::MachineProbe& m) {
       {"physical_cores", m.physical_cores},
       {"llc_mib", static_cast<double>(m.llc_bytes) / (1 << 20)},
       {"buffer_mib", static_cast<double>(m.buffer_bytes) / (1 << 20)},
+      {"dram_latency_ns", m.dram_latency_ns},
       {"fp32_instruction", m.fp32_instruction},
       {"bf16_instruction", m.bf16_instruction.empty() ? json(nullptr) : json(m.bf16_instruction)},
       {"int8_instruction", m.int8_instruction},

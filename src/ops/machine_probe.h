@@ -45,7 +45,10 @@ struct MachineProbe {
   int64_t llc_bytes = 0;  // last-level cache (0 if unknown)
   int64_t buffer_bytes = 0;
   std::string fp32_instruction, bf16_instruction, int8_instruction;  // bf16 empty when absent
-  std::string int8_gemm_kernel;       // the one matmul uses: active_int8_gemm_kernel_name()
+  std::string int8_gemm_kernel;  // the one matmul uses: active_int8_gemm_kernel_name()
+  // Idle load-to-use latency of DRAM (a dependent chain of loads, one thread). With a read rate it
+  // gives the bytes a core keeps in flight (Little's law): rate per core * latency.
+  double dram_latency_ns = 0;
   std::vector<ProbeFigures> figures;  // one per measured thread count, ascending
 
   // The figures of `threads`, else of the nearest measured count below it (the smallest if none).

@@ -83,7 +83,12 @@ for (const m of [r.machine, probe]) {
                      "int8_dot_gop_per_s"])
       positive(f, k);
     if ((f.bf16_dot_gflop_per_s === null) !== (m.bf16_instruction === null)) fail("bf16");
+    // Little law: the bytes in flight per core of the sustained read, from its rate and latency.
+    const want = Math.round(f.dram_stream_gb_per_s / Number(t) * m.dram_latency_ns);
+    if (f.dram_stream_bytes_in_flight_per_core !== want) fail("bytes in flight, threads " + t);
   }
+  // A dependent load from DRAM takes tens to hundreds of ns (microseconds would be a unit slip).
+  if (!(m.dram_latency_ns > 5 && m.dram_latency_ns < 5000)) fail("dram_latency_ns " + m.dram_latency_ns);
 }
 
 // One run per thread count, the last at the top level, and the 1 -> 2 speed-ups.
@@ -115,6 +120,9 @@ covers(r.stages.decode_ctx1k_ms_per_token, ["gemv", "attention", "lm_head", "sam
 // The KV cache read by decode attention after a context, against DRAM bandwidth.
 positive(r.stage_efficiency, "decode_attention_gb_per_s_ctx1k");
 percent(r.stage_efficiency, "decode_attention_pct_of_dram_ctx1k");
+// The bytes each core keeps in flight streaming weights, for the matrices and the output head.
+positive(r.stage_efficiency, "decode_gemv_bytes_in_flight_per_core");
+positive(r.stage_efficiency, "decode_lm_head_bytes_in_flight_per_core");
 for (const [o, k] of [[r.stages.prefill_ms, "gemm"], [r.stages.decode_ms_per_token, "gemv"],
                       [r.stages.vision_448x448_ms, "blocks_gemm"]])
   positive(o, k);

@@ -105,6 +105,7 @@ TEST(MachineProbe, FiguresArePositiveForEveryThreadCount) {
   EXPECT_EQ(m.buffer_bytes, 32 << 20);
   EXPECT_FALSE(m.fp32_instruction.empty());
   EXPECT_FALSE(m.int8_instruction.empty());
+  expect_positive(m.dram_latency_ns, "DRAM latency");
   ASSERT_EQ(m.figures.size(), 2u);
   const ProbeFigures& one = m.figures[0];
   const ProbeFigures& two = m.figures[1];
