@@ -258,12 +258,12 @@ double read_rate_per_cpu_time(int threads, const AlignedBuffer<uint8_t>& buffer,
 }
 
 // Idle DRAM latency in ns: one dependent chain of loads through lines 8-63 of the 4 KiB pages of
-// the buffer's first 4 MiB in a scattered order, each line once. Before the chain runs, the rest
-// of the buffer is read (at the default size 4x the last-level cache, so none of the chained lines
-// stays cached), then line 0 of each page, so that the 1024 pages' translations are in the TLB:
-// a load costs DRAM's latency, not a page walk besides (streamed weights miss the TLB once per
+// the buffer's first 4 MiB in a scattered order, each line once. Before the chain runs, half the
+// rest of the buffer is read (at the default size 2x the last-level cache, so none of the chained
+// lines stays cached), then line 0 of each page, so that the 1024 pages' translations are in the
+// TLB: a load costs DRAM's latency, not a page walk besides (streamed weights miss the TLB once per
 // page, a random chain over a large buffer at every load: ~340 ns against ~100 in this VM).
-// Lines 8 on are not next to line 0, which a prefetcher may fetch with it. Best of 3 chains.
+// Lines 8 on are not next to line 0, which a prefetcher may fetch with it. Best of 2 chains.
 double dram_latency_ns(AlignedBuffer<uint8_t>& buffer, uint64_t (*read)(const uint8_t*, size_t)) {
   constexpr uint64_t kLine = 64, kPage = 4096, kFirstLine = 8;
   constexpr uint64_t kRegion = uint64_t{4} << 20;
@@ -271,7 +271,7 @@ double dram_latency_ns(AlignedBuffer<uint8_t>& buffer, uint64_t (*read)(const ui
   if (buffer.size() < 2 * kRegion) return 0;
   constexpr uint64_t pages = kRegion / kPage, steps = pages * (kPage / kLine - kFirstLine);
   double best = 0;
-  for (uint64_t chain = 0; chain < 3; ++chain) {
+  for (uint64_t chain = 0; chain < 2; ++chain) {
     // Step j's line: k = (j * kStride + chain) mod steps, page k mod pages, line 8 + k / pages.
     const auto line = [&](uint64_t j) {
       const uint64_t k = (j * kStride + chain) % steps;
@@ -283,7 +283,7 @@ double dram_latency_ns(AlignedBuffer<uint8_t>& buffer, uint64_t (*read)(const ui
     }
     const uint8_t* last = nullptr;
     std::memcpy(line(steps - 1), &last, sizeof(last));
-    sink(read(buffer.data() + kRegion, buffer.size() - kRegion));
+    sink(read(buffer.data() + kRegion, (buffer.size() - kRegion) / 2));
     uint64_t touched = 0;
     for (uint64_t page = 0; page < pages; ++page) touched += buffer[page * kPage];
     sink(touched);
