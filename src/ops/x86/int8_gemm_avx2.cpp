@@ -67,6 +67,26 @@ inline void scale_into_c(const float* xscale, int64_t ldxs, float* __restrict c,
   }
 }
 
+// Stored-strip tiles read a 16-row half t.half of a 32-row strip's block: 64 bytes t.half * 64
+// into each of its 128-byte pieces (quads or nibble pairs), and the fp16 scales at scales_at.
+// Prefetches the half's `pieces` and the scales t.prefetch_ahead bytes on, when asked.
+inline void prefetch_stored_half(const Int8Tile& t, const uint8_t* block, int64_t pieces,
+                                 int64_t scales_at) {
+  if (t.prefetch_ahead == 0) return;
+  const uint8_t* ahead = block + t.prefetch_ahead + t.half * 64;
+  for (int64_t l = 0; l < pieces; ++l) __builtin_prefetch(ahead + l * 128);
+  __builtin_prefetch(block + t.prefetch_ahead + scales_at);
+}
+
+// scale_into_c for block b of a stored strip's half, whose rows' fp16 scales are at scales_at.
+template <int R>
+inline void scale_stored_into_c(const Int8Tile& t, int64_t b, const uint8_t* block,
+                                int64_t scales_at, const __m256i (&dot)[R][2]) {
+  const auto* fp16 = reinterpret_cast<const __m128i*>(block + scales_at + t.half * 32);
+  scale_into_c<R>(t.xscale + b, t.ldxs, t.c, t.ldc, _mm256_cvtph_ps(_mm_loadu_si128(fp16)),
+                  _mm256_cvtph_ps(_mm_loadu_si128(fp16 + 1)), dot);
+}
+
 // q8 on the int16 panel: per block 16 steps of 2 columns, vpmaddwd + vpaddd per product vector,
 // each block in assembly: GCC copied or spilled the twelve accumulators of an intrinsics version
 // and compiled its scale step through the stack. Registers: ymm0-11 the accumulators of rows 0-5
@@ -211,11 +231,7 @@ struct StoredQ4Tile {
       // Per block: 4 nibble pairs of [32 rows][4 bytes] (this half's 16 rows 64 bytes in), then
       // the 32 rows' fp16 scales.
       const uint8_t* block = t.strip + b * kQ4StripBlockBytes;
-      if (t.prefetch_ahead != 0) {  // this half's 4 pairs and the scales, a few blocks on
-        const uint8_t* ahead = block + t.prefetch_ahead + t.half * 64;
-        for (int64_t l = 0; l < 4; ++l) __builtin_prefetch(ahead + l * 128);
-        __builtin_prefetch(block + t.prefetch_ahead + 512);
-      }
+      prefetch_stored_half(t, block, 4, 512);
       const uint8_t* w = block + t.half * 64;
       const int8_t* xb = t.xq + b * 32;
       __m256i acc[R][2];
@@ -231,11 +247,7 @@ struct StoredQ4Tile {
         }
       }
       for (int i = 0; i < R; ++i) Q4Step<R>::finish(acc[i], t.xsum[i * t.ldxs + b]);
-      const uint8_t* fp16 = block + 512 + t.half * 32;
-      scale_into_c<R>(t.xscale + b, t.ldxs, t.c, t.ldc,
-                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(fp16))),
-                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(fp16 + 16))),
-                      acc);
+      scale_stored_into_c<R>(t, b, block, 512, acc);
     }
   }
 };
@@ -256,11 +268,7 @@ struct StoredQ8NibbleTile {
       // Per block: 8 quads of [32 rows][4 bytes] (this half's 16 rows 64 bytes in), then the 32
       // rows' fp16 scales.
       const uint8_t* block = t.strip + b * kStripBlockBytes;
-      if (t.prefetch_ahead != 0) {  // this half's 8 quads and the scales, a few blocks on
-        const uint8_t* ahead = block + t.prefetch_ahead + t.half * 64;
-        for (int64_t l = 0; l < 8; ++l) __builtin_prefetch(ahead + l * 128);
-        __builtin_prefetch(block + t.prefetch_ahead + 1024);
-      }
+      prefetch_stored_half(t, block, 8, 1024);
       const uint8_t* w = block + t.half * 64;
       const int8_t* xb = t.xq + b * 32;
       __m256i lo[R][2], hi[R][2];
@@ -291,11 +299,7 @@ struct StoredQ8NibbleTile {
                                        offset);
         }
       }
-      const uint8_t* fp16 = block + 1024 + t.half * 32;
-      scale_into_c<R>(t.xscale + b, t.ldxs, t.c, t.ldc,
-                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(fp16))),
-                      _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(fp16 + 16))),
-                      dot);
+      scale_stored_into_c<R>(t, b, block, 1024, dot);
     }
   }
 };
@@ -382,11 +386,7 @@ struct StoredQ8X7Asm {
     float* const c3 = t.c + third * t.ldc;
     for (int64_t b = 0; b < t.nblocks; ++b) {
       const uint8_t* block = t.strip + b * kStripBlockBytes;
-      if (t.prefetch_ahead != 0) {  // this half's 8 quads and the scales, a few blocks on
-        const uint8_t* ahead = block + t.prefetch_ahead + t.half * 64;
-        for (int64_t l = 0; l < 8; ++l) __builtin_prefetch(ahead + l * 128);
-        __builtin_prefetch(block + t.prefetch_ahead + 1024);
-      }
+      prefetch_stored_half(t, block, 8, 1024);
       for (int i = 0; i < R; ++i) {
         fix.offset[i] = -128 * t.xsum[i * t.ldxs + b];
         fix.xscale[i] = t.xscale[i * t.ldxs + b];
