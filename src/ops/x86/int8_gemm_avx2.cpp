@@ -428,7 +428,7 @@ struct StoredQ8X7Asm {
 }  // namespace
 
 void int8_tile_q4s_avx2(const Int8Tile& t) {
-  run_rows<StoredQ4Tile, kInt8AvxVnniXRows>(t);
+  run_rows<StoredQ4Tile, kInt8Avx2Q4XRows>(t);
 }
 
 void int8_tile_q8s_avx2(const Int8Tile& t) {

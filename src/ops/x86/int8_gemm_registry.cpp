@@ -106,11 +106,13 @@ Int8KernelInfo kernel_info(Int8GemmKernel kernel, QuantType type) {
 Int8KernelInfo int8_kernel_info(Int8GemmKernel kernel, QuantType type, int64_t m) {
   // Below the GEMM's rows (decode) the AVX2 kernels would repack the whole matrix per call for a
   // few rows: tiles that read the strips in place take them instead, with int16 sums of nibble
-  // products (q4, and q8 split into nibbles: int8_tile_q4s_avx2, int8_tile_q8s_avx2).
-  const bool avx2 = kernel == Int8GemmKernel::kAvx2 || kernel == Int8GemmKernel::kAvx2X7;
-  if (avx2 && type == QuantType::kQ4Strips && m < kGemmMinRows) {
-    Int8KernelInfo info = kernel_info(Int8GemmKernel::kAvxVnniEmulated, type);
-    info.tile = int8_tile_q4s_avx2;
+  // products (q4, and q8 split into nibbles; kAvx2X7 keeps its own 7-bit tile for q8 strips).
+  const bool q4 = type == QuantType::kQ4Strips;
+  const bool avx2 = kernel == Int8GemmKernel::kAvx2 || (kernel == Int8GemmKernel::kAvx2X7 && q4);
+  if (avx2 && in_strips(type) && m < kGemmMinRows) {
+    Int8KernelInfo info = kernel_info(Int8GemmKernel::kAvxVnniEmulated, type);  // 16-row halves
+    info.tile = q4 ? int8_tile_q4s_avx2 : int8_tile_q8s_avx2;
+    info.x_rows = q4 ? kInt8Avx2Q4XRows : kInt8Avx2Q8sXRows;
     return info;
   }
   // The AVX-512 stored-strip tiles take up to 8 x rows: a decode step of 8 streams in one pass
@@ -120,12 +122,6 @@ Int8KernelInfo int8_kernel_info(Int8GemmKernel kernel, QuantType type, int64_t m
   if (kernel == Int8GemmKernel::kAvx512Vnni && in_strips(type) && m > kInt8Avx512StoredXRows) {
     Int8KernelInfo info = kernel_info(kernel, type);
     info.x_rows = kInt8Avx512XRows;
-    return info;
-  }
-  if (kernel == Int8GemmKernel::kAvx2 && type == QuantType::kQ8Strips && m < kGemmMinRows) {
-    Int8KernelInfo info = kernel_info(Int8GemmKernel::kAvxVnniEmulated, type);
-    info.tile = int8_tile_q8s_avx2;
-    info.x_rows = kInt8Avx2Q8sXRows;
     return info;
   }
   return kernel_info(kernel, type);
