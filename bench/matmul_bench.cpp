@@ -21,9 +21,10 @@
 #include "base/thread_pool.h"
 #include "cold_matrices.h"
 #include "ops/int8_gemm.h"
+#include "ops/int8_gemm_kernels.h"
 #include "ops/machine_probe_kernels.h"
-#include "ops/x86/machine_probe_x86.h"
 #include "ops/packed_matrix.h"
+#include "ops/x86/machine_probe_x86.h"
 
 namespace {
 
@@ -192,11 +193,15 @@ const int registered = [] {
                                  {"1024x2048", 1024, 2048},
                                  {"6144x2048", 6144, 2048},
                                  {"2048x6144", 2048, 6144}};
+  // q8/q4 (groups, repacked per call) and q8/q4 strips (what a pre-packed q4 file stores, read in
+  // place by the kernels that can).
   for (const Shape& s : prompt_shapes) {
-    for (QuantType t : {QuantType::kQ8, QuantType::kQ4}) {
-      for (auto kernel :
-           {qvl::ops::Int8GemmKernel::kAvx2, qvl::ops::Int8GemmKernel::kAvxVnni, qvl::ops::Int8GemmKernel::kAvx512Vnni}) {
+    for (QuantType t :
+         {QuantType::kQ8, QuantType::kQ4, QuantType::kQ8Strips, QuantType::kQ4Strips}) {
+      for (auto kernel : {qvl::ops::Int8GemmKernel::kAvx2, qvl::ops::Int8GemmKernel::kAvxVnni,
+                          qvl::ops::Int8GemmKernel::kAvx512Vnni}) {
         if (!qvl::ops::cpu_runs_int8_gemm_kernel(kernel)) continue;
+        if (!qvl::ops::kernels::int8_kernel_supports(kernel, t)) continue;
         for (int threads : {1, 2}) {
           const std::string name =
               std::string("BM_Int8Gemm/") + s.what + "/m512/" + qvl::ops::quant_type_name(t) + "/" +
@@ -226,8 +231,9 @@ const int registered = [] {
   }
   // Vision tower shapes (q8: the tower of the default q4 file) at a 448x448 image's 784 patches:
   // qkv, attention proj, MLP fc1, MLP fc2, and the mergers' fc1 / fc2 at its 196 tokens in their
-  // two row chunks of 98; the kernels on q8 (repacked per call) and on q8-strips (as the tower stores them: read in place by the VNNI kernels and by
-  // avx2-x7, the AVX2 tower's kernel with 7-bit x).
+  // two row chunks of 98; the kernels on q8 (repacked per call) and on q8-strips (as the tower
+  // stores them: read in place by the VNNI kernels and by avx2-x7, the AVX2 tower's kernel with
+  // 7-bit x).
   struct VisionShape {
     const char* what;
     int64_t m, rows, cols;
@@ -237,8 +243,9 @@ const int registered = [] {
       {"vision_fc1_4096x1024", 784, 4096, 1024}, {"vision_fc2_1024x4096", 784, 1024, 4096},
       {"merger_fc1_4096x4096", 98, 4096, 4096},  {"merger_fc2_2048x4096", 98, 2048, 4096}};
   for (const VisionShape& s : vision_shapes) {
-    for (auto kernel : {qvl::ops::Int8GemmKernel::kAvx2, qvl::ops::Int8GemmKernel::kAvx2X7, qvl::ops::Int8GemmKernel::kAvxVnni,
-                        qvl::ops::Int8GemmKernel::kAvx512Vnni}) {
+    for (auto kernel :
+         {qvl::ops::Int8GemmKernel::kAvx2, qvl::ops::Int8GemmKernel::kAvx2X7,
+          qvl::ops::Int8GemmKernel::kAvxVnni, qvl::ops::Int8GemmKernel::kAvx512Vnni}) {
       if (!qvl::ops::cpu_runs_int8_gemm_kernel(kernel)) continue;
       for (QuantType t : {QuantType::kQ8, QuantType::kQ8Strips}) {
         if (kernel == qvl::ops::Int8GemmKernel::kAvx2X7 && t == QuantType::kQ8) continue;
