@@ -73,6 +73,20 @@ bool populate_pages_for_writing(void* data, size_t size) {
 #endif
 }
 
+bool advise_huge_pages(void* data, size_t size) {
+#ifdef MADV_HUGEPAGE
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const auto begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+  const auto end = (reinterpret_cast<uintptr_t>(data) + size) & ~(kHuge - 1);
+  if (data == nullptr || end <= begin) return false;
+  return ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE) == 0;
+#else
+  (void)data;
+  (void)size;
+  return false;
+#endif
+}
+
 bool drop_cached_pages(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;

@@ -40,6 +40,12 @@ bool populate_pages(const void* data, size_t size);
 // pages enter the page table in one call instead of a fault per 4 KiB on first write.
 bool populate_pages_for_writing(void* data, size_t size);
 
+// Asks for 2 MiB pages (MADV_HUGEPAGE) over the 2 MiB-aligned part of [data, data + size) of
+// anonymous memory: first writes then fault a 2 MiB page at a time instead of 512 pages of 4 KiB
+// (each fault costs ~4-8 us in a VM), and streaming reads miss the TLB less. Only an advice: false
+// where the range holds no aligned 2 MiB or the system refuses; the memory works the same.
+bool advise_huge_pages(void* data, size_t size);
+
 // Writes the file's dirty pages to disk and drops its pages from the page cache (best effort,
 // false if the system would not). Pages a process wrote stay cached as small pages: a model
 // file mapped from them multiplied ~30% slower here (TLB misses on the weights streamed from

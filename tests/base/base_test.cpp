@@ -13,6 +13,7 @@
 #include "base/half.h"
 #include "base/log.h"
 #include "base/mapped_file.h"
+#include "proc_mappings.h"
 
 namespace qvl {
 namespace {
@@ -50,6 +51,16 @@ TEST(AlignedBuffer, AlignedAndKeepsContents) {
   EXPECT_EQ(b[0], 1);
   EXPECT_EQ(b[2], 3);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % 64, 0u);
+}
+
+TEST(AlignedBuffer, LargeBuffersAskForHugePages) {
+  if (!test_util::system_has_huge_pages()) GTEST_SKIP() << "no transparent huge pages here";
+  AlignedBuffer<float> large(AlignedBuffer<float>::kHugePagesFrom / sizeof(float));
+  const std::string flags = test_util::mapping_flags(large.data() + large.size() / 2);
+  if (flags.empty()) GTEST_SKIP() << "/proc/self/smaps does not list the heap (an emulator's)";
+  EXPECT_NE(flags.find(" hg "), std::string::npos) << flags;
+  // A range without an aligned 2 MiB in it is left alone.
+  EXPECT_FALSE(advise_huge_pages(large.data(), 4096));
 }
 
 TEST(MappedFile, MapsAndReportsMissing) {
