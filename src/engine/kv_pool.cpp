@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/mapped_file.h"
+#include "base/thread_pool.h"
 #include "ops/half_convert.h"
 #include "ops/kv_q8.h"
 
@@ -364,16 +365,23 @@ void PagedSequence::write(int64_t layer, const float* keys, const float* values,
   const int64_t rows = pool_.page_rows(), width = pool_.kv_width();
   const int64_t heads = pool_.kv_heads(), d = pool_.head_dim();
   const size_t row_stride = pool_.row_stride_bytes(), head_stride = pool_.head_stride_bytes();
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t pos = length_ + i;
-    const int32_t page = pages_[pos / rows];
-    const size_t row_at = static_cast<size_t>(pos % rows) * row_stride;
-    for (int64_t h = 0; h < heads; ++h) {
-      const size_t at = static_cast<size_t>(h) * head_stride + row_at;
-      store_head_row(pool_.type(), keys + i * width + h * d, d, pool_.keys(page, layer) + at);
-      store_head_row(pool_.type(), values + i * width + h * d, d, pool_.values(page, layer) + at);
-    }
-  }
+  // A prompt's positions in runs of at least 16 on the pool (each position's bytes are its own).
+  ThreadPool::global().parallel_for(
+      static_cast<size_t>(n),
+      [&](size_t b, size_t e) {
+        for (auto i = static_cast<int64_t>(b); i < static_cast<int64_t>(e); ++i) {
+          const int64_t pos = length_ + i;
+          const int32_t page = pages_[pos / rows];
+          const size_t row_at = static_cast<size_t>(pos % rows) * row_stride;
+          for (int64_t h = 0; h < heads; ++h) {
+            const size_t at = static_cast<size_t>(h) * head_stride + row_at;
+            store_head_row(pool_.type(), keys + i * width + h * d, d, pool_.keys(page, layer) + at);
+            store_head_row(pool_.type(), values + i * width + h * d, d,
+                           pool_.values(page, layer) + at);
+          }
+        }
+      },
+      16);
 }
 
 void PagedSequence::attend(int64_t layer, const float* q, int64_t first, int64_t nq,

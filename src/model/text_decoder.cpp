@@ -184,11 +184,18 @@ void TextDecoder::attention_block(int64_t layer, const std::vector<BatchEntry>& 
   ops::rms_norm(q_, lw.q_norm.data(), config_.rms_norm_eps, n * nh, hd, q_);
   ops::rms_norm(k_, lw.k_norm.data(), config_.rms_norm_eps, n * nkv, hd, k_);
   const int64_t half = hd / 2;
-  for (int64_t t = 0; t < n; ++t) {
-    ops::rope_rotate_half(q_ + t * nh * hd, nh, hd, cos_.data() + t * half, sin_.data() + t * half);
-    ops::rope_rotate_half(k_ + t * nkv * hd, nkv, hd, cos_.data() + t * half,
-                          sin_.data() + t * half);
-  }
+  // Rows in runs of at least 16 on the pool (a decode step's row stays on its thread).
+  ThreadPool::global().parallel_for(
+      static_cast<size_t>(n),
+      [&](size_t b, size_t e) {
+        for (auto t = static_cast<int64_t>(b); t < static_cast<int64_t>(e); ++t) {
+          ops::rope_rotate_half(q_ + t * nh * hd, nh, hd, cos_.data() + t * half,
+                                sin_.data() + t * half);
+          ops::rope_rotate_half(k_ + t * nkv * hd, nkv, hd, cos_.data() + t * half,
+                                sin_.data() + t * half);
+        }
+      },
+      16);
   const ops::AttentionShape shape{nh, nkv, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
   // A speculative entry's rows attend in blocks small enough that each row computes as if alone.
   const int64_t block = ops::attention_row_invariant_queries(shape);
