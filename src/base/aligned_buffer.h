@@ -43,8 +43,8 @@ class AlignedBuffer {
       T* fresh = static_cast<T*>(std::aligned_alloc(kAlignment, bytes));
       if (fresh == nullptr) throw std::bad_alloc();
       // Large buffers (activations of a prompt or an image, packed weights) on 2 MiB pages: a
-      // fresh 4 MiB+ buffer otherwise costs a 4 KiB fault per page on first write (~40 ms of a
-      // 448x448 image's vision tower in a VM, where the workspace is new per image).
+      // fresh 4 MiB+ buffer otherwise costs a 4 KiB fault per page on first write (~4-8 us each
+      // in a VM; an image's vision workspace is new per image).
       if (bytes >= kHugePagesFrom) advise_huge_pages(fresh, bytes);
       if (size_ > 0) std::memcpy(fresh, data_, size_ * sizeof(T));
       std::free(data_);
